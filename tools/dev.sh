@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   bash tools/dev.sh run [ckjit run options]   set up, build, run `ckjit run`
+#   bash tools/dev.sh test                      set up, build (Release + Sanitize), run every test
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cmd="${1:-}"; shift || true
+JOBS="${JOBS:-$(nproc)}"
+
+build() {  # build <dir> <build type>
+  bash "$ROOT/tools/setup.sh"
+  cmake -S "$ROOT" -B "$ROOT/$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" >/dev/null
+  cmake --build "$ROOT/$1" -j "$JOBS"
+}
+
+case "$cmd" in
+  run)
+    build build Release
+    exec "$ROOT/build/tools/ckjit" run "$@"
+    ;;
+  test)
+    build build Release
+    (cd "$ROOT/build" && ctest --output-on-failure -j "$JOBS" "$@")
+    # Under ASan+UBSan: everything but the slow suites (hostile input must fail cleanly there too).
+    build build-sanitize Sanitize
+    (cd "$ROOT/build-sanitize" && ctest --output-on-failure -j "$JOBS" -LE "slow" "$@")
+    ;;
+  *)
+    echo "usage: bash tools/dev.sh run [ckjit run options] | test" >&2
+    exit 2
+    ;;
+esac

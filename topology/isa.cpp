@@ -1,0 +1,113 @@
+#include "topology/isa.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sstream>
+#include <xbyak/xbyak_util.h>
+
+#include "runtime/error.h"
+
+namespace ckjit::topo {
+namespace {
+
+// Linux asks a process to request AMX tile data state before using it (since 5.16).
+constexpr int kArchGetXcompPerm = 0x1022;
+constexpr int kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+bool request_amx_permission() {
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  unsigned long bitmask = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &bitmask) != 0) return false;
+  return (bitmask & (1UL << kXfeatureXtiledata)) != 0;
+}
+
+}  // namespace
+
+std::string Isa::to_string() const {
+  std::ostringstream s;
+  const std::pair<bool, const char*> flags[] = {
+      {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},         {fma, "fma"},
+      {f16c, "f16c"},          {avx512f, "avx512f"},   {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
+      {avx512dq, "avx512dq"},  {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"},
+      {avx_vnni, "avx-vnni"},  {amx_tile, "amx-tile"}, {amx_int8, "amx-int8"}, {amx_bf16, "amx-bf16"}};
+  bool first = true;
+  for (auto [on, name] : flags) {
+    if (!on) continue;
+    s << (first ? "" : " ") << name;
+    first = false;
+  }
+  return s.str();
+}
+
+Isa detect_isa() {
+  using C = Xbyak::util::Cpu;
+  C cpu;  // Xbyak clears AVX/AVX-512 bits when XCR0 says the OS does not save that state.
+  Isa isa;
+  isa.sse42 = cpu.has(C::tSSE42);
+  isa.avx = cpu.has(C::tAVX);
+  isa.avx2 = cpu.has(C::tAVX2);
+  isa.fma = cpu.has(C::tFMA);
+  isa.f16c = cpu.has(C::tF16C);
+  isa.avx512f = cpu.has(C::tAVX512F);
+  isa.avx512bw = cpu.has(C::tAVX512BW);
+  isa.avx512vl = cpu.has(C::tAVX512VL);
+  isa.avx512dq = cpu.has(C::tAVX512DQ);
+  isa.avx512vnni = cpu.has(C::tAVX512_VNNI);
+  isa.avx512bf16 = cpu.has(C::tAVX512_BF16);
+  isa.avx_vnni = cpu.has(C::tAVX_VNNI);
+  isa.amx_tile = cpu.has(C::tAMX_TILE);
+  isa.amx_int8 = cpu.has(C::tAMX_INT8);
+  isa.amx_bf16 = cpu.has(C::tAMX_BF16);
+  isa.amx_usable = isa.amx_tile && isa.amx_int8 && request_amx_permission();
+  return isa;
+}
+
+IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
+  IsaFromProc out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    out.found = true;
+    std::istringstream words(line.substr(colon + 1));
+    std::string w;
+    Isa& i = out.isa;
+    while (words >> w) {
+      if (w == "sse4_2") i.sse42 = true;
+      else if (w == "avx") i.avx = true;
+      else if (w == "avx2") i.avx2 = true;
+      else if (w == "fma") i.fma = true;
+      else if (w == "f16c") i.f16c = true;
+      else if (w == "avx512f") i.avx512f = true;
+      else if (w == "avx512bw") i.avx512bw = true;
+      else if (w == "avx512vl") i.avx512vl = true;
+      else if (w == "avx512dq") i.avx512dq = true;
+      else if (w == "avx512_vnni") i.avx512vnni = true;
+      else if (w == "avx512_bf16") i.avx512bf16 = true;
+      else if (w == "avx_vnni") i.avx_vnni = true;
+      else if (w == "amx_tile") i.amx_tile = true;
+      else if (w == "amx_int8") i.amx_int8 = true;
+      else if (w == "amx_bf16") i.amx_bf16 = true;
+    }
+    break;  // the first processor's flags describe all of them
+  }
+  return out;
+}
+
+Isa cap_isa(Isa isa, const std::string& max_isa) {
+  if (max_isa.empty() || max_isa == "amx") return isa;
+  if (max_isa != "avx512" && max_isa != "avx2")
+    throw Error("CKJIT_MAX_ISA must be avx2, avx512 or amx, got '" + max_isa + "'");
+  isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = isa.amx_usable = false;
+  if (max_isa == "avx2") {
+    isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512dq = false;
+    isa.avx512vnni = isa.avx512bf16 = false;
+  }
+  return isa;
+}
+
+}  // namespace ckjit::topo
