@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -96,8 +97,7 @@ CgroupLimits read_cgroup_limits(const std::string& root, const std::string& proc
     }
   }
 
-  auto tighten = [&](const std::string& file, const std::optional<CpuQuota>& q) {
-    (void)file;
+  auto tighten = [&](const std::optional<CpuQuota>& q) {
     if (q && (!out.quota || q->cpus() < out.quota->cpus())) out.quota = q;
   };
   // Walk from the process's cgroup up to the root: any ancestor's limit applies too.
@@ -121,7 +121,7 @@ CgroupLimits read_cgroup_limits(const std::string& root, const std::string& proc
     for (const auto& p : ancestors(v2_path)) {
       std::string f = join(root, p, "cpu.max");
       if (auto t = read_file(f)) {
-        try { tighten(f, parse_cpu_max(*t)); } catch (const Error& e) { out.notes.push_back(f + ": " + e.what()); }
+        try { tighten(parse_cpu_max(*t)); } catch (const Error& e) { out.notes.push_back(f + ": " + e.what()); }
       }
     }
     std::string f = join(root, v2_path, "cpuset.cpus.effective");
@@ -141,7 +141,7 @@ CgroupLimits read_cgroup_limits(const std::string& root, const std::string& proc
         if (!qt || !pt) continue;
         std::string qs = trim(*qt);
         if (qs == "-1") continue;
-        try { tighten(qf, parse_cpu_max(qs + " " + trim(*pt))); } catch (const Error& e) { out.notes.push_back(qf + ": " + e.what()); }
+        try { tighten(parse_cpu_max(qs + " " + trim(*pt))); } catch (const Error& e) { out.notes.push_back(qf + ": " + e.what()); }
       }
       break;
     }
@@ -159,14 +159,18 @@ CgroupLimits read_cgroup_limits(const std::string& root, const std::string& proc
 }
 
 CgroupLimits read_cgroup_limits() {
-  auto self = read_file("/proc/self/cgroup");
+  // CKJIT_CGROUP_ROOT / CKJIT_PROC_SELF_CGROUP point at a fake cgroup tree: tests and "what would
+  // ckjit do in that container" questions use them.
+  const char* root = std::getenv("CKJIT_CGROUP_ROOT");
+  const char* self_path = std::getenv("CKJIT_PROC_SELF_CGROUP");
+  auto self = read_file(self_path ? self_path : "/proc/self/cgroup");
   if (!self) {
     CgroupLimits none;
     none.source = "none";
     none.notes.push_back("/proc/self/cgroup unreadable");
     return none;
   }
-  return read_cgroup_limits("/sys/fs/cgroup", *self);
+  return read_cgroup_limits(root ? root : "/sys/fs/cgroup", *self);
 }
 
 int usable_cpu_budget(int allowed_cpus, const std::optional<CpuQuota>& quota) {

@@ -1,0 +1,151 @@
+// Topology: cgroup parsing from fixture trees, the CPU budget rule, ISA cross-checked with /proc.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "topology/cgroup.h"
+#include "topology/machine.h"
+
+using namespace ckjit::topo;
+
+static const std::string kCgroups = std::string(CKJIT_FIXTURES_DIR) + "/cgroup";
+
+TEST_SUITE("topology") {
+
+TEST_CASE("cpu.max parsing") {
+  CHECK_FALSE(parse_cpu_max("max 100000\n").has_value());
+  CHECK_FALSE(parse_cpu_max("max").has_value());
+  auto q = parse_cpu_max("150000 100000\n");
+  REQUIRE(q);
+  CHECK(q->quota_us == 150000);
+  CHECK(q->period_us == 100000);
+  CHECK(q->cpus() == doctest::Approx(1.5));
+  auto q2 = parse_cpu_max("50000");  // period defaults to 100 ms
+  REQUIRE(q2);
+  CHECK(q2->cpus() == doctest::Approx(0.5));
+  for (const char* bad : {"", "banana", "100000 0", "-5 100000", "1.5 100000", "100 200 300", "max x", "0 100000"})
+    CHECK_THROWS_AS(parse_cpu_max(bad), ckjit::Error);
+}
+
+TEST_CASE("cpu list parsing") {
+  CHECK(parse_cpu_list("0-3,8,10-11\n") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(parse_cpu_list("5") == std::vector<int>{5});
+  CHECK(parse_cpu_list("3,1,1-2") == std::vector<int>{1, 2, 3});
+  CHECK(parse_cpu_list("").empty());
+  CHECK(parse_cpu_list("\n").empty());
+  for (const char* bad : {"0-x", "3-1", "a", "1,,2", "-1", "0-99999", "1-", "1 2"})
+    CHECK_THROWS_AS(parse_cpu_list(bad), ckjit::Error);
+}
+
+TEST_CASE("budget: min(allowed cpus, floor(quota)), at least 1") {
+  CHECK(usable_cpu_budget(2, std::nullopt) == 2);
+  CHECK(usable_cpu_budget(8, CpuQuota{150000, 100000}) == 1);  // 1.5 CPUs -> 1 thread
+  CHECK(usable_cpu_budget(8, CpuQuota{200000, 100000}) == 2);
+  CHECK(usable_cpu_budget(8, CpuQuota{250000, 100000}) == 2);
+  CHECK(usable_cpu_budget(2, CpuQuota{400000, 100000}) == 2);  // quota above the cores: cores win
+  CHECK(usable_cpu_budget(8, CpuQuota{50000, 100000}) == 1);   // half a CPU still runs one thread
+  CHECK(usable_cpu_budget(0, std::nullopt) == 1);
+}
+
+TEST_CASE("cgroup v2: quota and cpuset of the process's cgroup") {
+  auto l = read_cgroup_limits(kCgroups + "/v2_quota", "0::/app\n");
+  CHECK(l.source == "cgroup2:/app");
+  REQUIRE(l.quota);
+  CHECK(l.quota->cpus() == doctest::Approx(1.5));
+  REQUIRE(l.cpuset);
+  CHECK(*l.cpuset == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(l.notes.empty());
+}
+
+TEST_CASE("cgroup v2: an ancestor's quota applies") {
+  auto l = read_cgroup_limits(kCgroups + "/v2_nested", "0::/a/b\n");
+  REQUIRE(l.quota);
+  CHECK(l.quota->cpus() == doctest::Approx(3.0));
+  REQUIRE(l.cpuset);
+  CHECK(l.cpuset->size() == 8);
+}
+
+TEST_CASE("cgroup v2: garbled files are notes, not failures") {
+  auto l = read_cgroup_limits(kCgroups + "/v2_garbled", "0::/x\n");
+  CHECK_FALSE(l.quota);
+  CHECK_FALSE(l.cpuset);
+  CHECK(l.notes.size() == 2);
+}
+
+TEST_CASE("cgroup v2: missing files mean no limit") {
+  auto l = read_cgroup_limits(kCgroups + "/v2_missing", "0::/gone\n");
+  CHECK_FALSE(l.quota);
+  CHECK_FALSE(l.cpuset);
+  CHECK(l.notes.empty());
+}
+
+TEST_CASE("cgroup v1: cfs quota and cpuset") {
+  auto l = read_cgroup_limits(kCgroups + "/v1", "4:cpu,cpuacct:/docker/abc\n3:cpuset:/docker/abc\n");
+  CHECK(l.source == "cgroup1:/docker/abc");
+  REQUIRE(l.quota);
+  CHECK(l.quota->cpus() == doctest::Approx(0.5));
+  REQUIRE(l.cpuset);
+  CHECK(*l.cpuset == std::vector<int>{0, 1});
+}
+
+TEST_CASE("no cgroup information at all") {
+  auto l = read_cgroup_limits(kCgroups + "/does-not-exist", "");
+  CHECK(l.source == "none");
+  CHECK_FALSE(l.quota);
+}
+
+TEST_CASE("ISA flags agree with /proc/cpuinfo") {
+  std::ifstream f("/proc/cpuinfo");
+  REQUIRE(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto proc = parse_proc_cpuinfo_flags(ss.str());
+  REQUIRE(proc.found);
+  Isa isa = detect_isa();
+  CHECK(isa.avx2 == proc.isa.avx2);
+  CHECK(isa.fma == proc.isa.fma);
+  CHECK(isa.f16c == proc.isa.f16c);
+  CHECK(isa.avx512f == proc.isa.avx512f);
+  CHECK(isa.avx512bw == proc.isa.avx512bw);
+  CHECK(isa.avx512vl == proc.isa.avx512vl);
+  CHECK(isa.avx512vnni == proc.isa.avx512vnni);
+  CHECK(isa.avx512bf16 == proc.isa.avx512bf16);
+  CHECK(isa.avx_vnni == proc.isa.avx_vnni);
+  CHECK(isa.amx_tile == proc.isa.amx_tile);
+  CHECK(isa.amx_int8 == proc.isa.amx_int8);
+  // AMX may be present but not granted; never usable without being present.
+  CHECK((!isa.amx_usable || isa.amx_tile));
+}
+
+TEST_CASE("CKJIT_MAX_ISA caps") {
+  Isa all;
+  all.avx2 = all.avx512f = all.avx512vnni = all.avx512bw = all.avx512vl = true;
+  all.amx_tile = all.amx_int8 = all.amx_usable = true;
+  Isa a = cap_isa(all, "avx2");
+  CHECK(a.avx2);
+  CHECK_FALSE(a.avx512f);
+  CHECK_FALSE(a.avx512vnni);
+  CHECK_FALSE(a.amx_usable);
+  Isa b = cap_isa(all, "avx512");
+  CHECK(b.avx512vnni);
+  CHECK_FALSE(b.amx_usable);
+  CHECK(cap_isa(all, "").amx_usable);
+  CHECK_THROWS_AS(cap_isa(all, "sse9"), ckjit::Error);
+}
+
+TEST_CASE("machine: cores, caches and budget are consistent") {
+  Machine m = detect_machine();
+  CHECK(m.cores.size() >= 1);
+  CHECK(m.logical_cpus() >= int(m.cores.size()));
+  CHECK(m.cache_bytes(1) > 0);
+  CHECK(m.cache_bytes(2) >= m.cache_bytes(1));
+  CHECK(m.usable_cpus >= 1);
+  CHECK(m.usable_cpus <= int(m.allowed_cpus.size()));
+  CHECK(m.usable_cores <= m.usable_cpus);
+  CHECK(m.name().find("budget") != std::string::npos);
+  CHECK(m.to_json().front() == '{');
+}
+
+}  // TEST_SUITE
