@@ -31,7 +31,7 @@ std::vector<float> random_row(int64_t n, uint32_t seed, float scale = 1.0f) {
 template <class Block>
 double worst_relative_error(TensorType type, const std::vector<float>& x, int block_elems) {
   const int64_t n = int64_t(x.size());
-  std::vector<Block> q(size_t(n / block_elems));
+  std::vector<Block> q(static_cast<size_t>(n / block_elems));
   std::vector<float> back(x.size());
   quantize_row(type, x.data(), q.data(), n);
   dequantize_row(type, q.data(), back.data(), n);
@@ -231,26 +231,26 @@ TEST_CASE("reference dot products agree with the float dot of dequantized rows")
   const int64_t n = 256 * 16;
   const auto w = random_row(n, 21), a = random_row(n, 22);
   std::vector<float> wd(static_cast<size_t>(n)), ad(static_cast<size_t>(n));
-  std::vector<BlockQ8_K> a8(size_t(n / 256));
+  std::vector<BlockQ8_K> a8(static_cast<size_t>(n / 256));
   quantize_row_q8_K(a.data(), a8.data(), n);
   dequantize_row(TensorType::Q8_K, a8.data(), ad.data(), n);
 
-  std::vector<BlockQ4_K> w4(size_t(n / 256));
+  std::vector<BlockQ4_K> w4(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q4_K, w.data(), w4.data(), n);
   dequantize_row(TensorType::Q4_K, w4.data(), wd.data(), n);
   CHECK(vec_dot_q4_K_q8_K(w4.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ5_K> w5(size_t(n / 256));
+  std::vector<BlockQ5_K> w5(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q5_K, w.data(), w5.data(), n);
   dequantize_row(TensorType::Q5_K, w5.data(), wd.data(), n);
   CHECK(vec_dot_q5_K_q8_K(w5.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ6_K> w6(size_t(n / 256));
+  std::vector<BlockQ6_K> w6(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q6_K, w.data(), w6.data(), n);
   dequantize_row(TensorType::Q6_K, w6.data(), wd.data(), n);
   CHECK(vec_dot_q6_K_q8_K(w6.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ8_0> w8(size_t(n / 32)), a80(size_t(n / 32));
+  std::vector<BlockQ8_0> w8(static_cast<size_t>(n / 32)), a80(static_cast<size_t>(n / 32));
   quantize_row(TensorType::Q8_0, w.data(), w8.data(), n);
   quantize_row_q8_0_x86(a.data(), a80.data(), n);
   dequantize_row(TensorType::Q8_0, w8.data(), wd.data(), n);
