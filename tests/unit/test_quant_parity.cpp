@@ -256,6 +256,15 @@ void run_parity(int64_t blocks) {
       const float a = f16_to_f32(uint16_t(h)), b = f16_to_f32(uint16_t(h + 1)), mid = (a + b) * 0.5f;
       x.push_back(mid); x.push_back(std::nextafter(mid, 0.0f)); x.push_back(std::nextafter(mid, 1e9f)); x.push_back(-mid);
     }
+    // Specials: infinities, NaNs with payloads (ggml's software conversion in libggml-base drops the
+    // payload for F16 and keeps it, quieted, for BF16), the f16 overflow threshold, float subnormals.
+    for (uint32_t u : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fa5a5a5u, 0xff812345u,
+                       0x477fefffu, 0x477ff000u, 0x477ff001u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x33000000u,
+                       0x33000001u, 0x387fc000u, 0x387fe000u}) {
+      float f;
+      std::memcpy(&f, &u, 4);
+      x.push_back(f);
+    }
     while (x.size() % 32) x.push_back(0.0f);
     std::vector<uint16_t> mine(x.size()), theirs(x.size());
     for (TensorType t : {TensorType::F16, TensorType::BF16}) {
@@ -263,7 +272,7 @@ void run_parity(int64_t blocks) {
       g.quantize_chunk(int(t), x.data(), theirs.data(), 0, int64_t(x.size() / 32), 32, nullptr);
       int64_t bad = -1;
       for (size_t i = 0; i < x.size() && bad < 0; ++i) if (mine[i] != theirs[i]) bad = int64_t(i);
-      if (bad >= 0) FAIL_CHECK(tensor_type_name(int32_t(t)) << " conversion mismatch for " << x[size_t(bad)]);
+      if (bad >= 0) FAIL_CHECK(tensor_type_name(int32_t(t)) << " conversion mismatch for " << hex_float(x[size_t(bad)]));
       else report(tensor_type_info(t).name, "quantize (ggml_quantize_chunk)", int64_t(x.size()), "values");
       // Dequantize every bit pattern.
       std::vector<uint16_t> all(65536);
@@ -358,10 +367,7 @@ void run_parity(int64_t blocks) {
 
 }  // namespace
 
+// About 17 s in Release and 35 s under ASan+UBSan on the 2-core dev machine.
 TEST_SUITE("parity") {
-TEST_CASE("quant parity with llama.cpp ggml (small)") { run_parity(4096); }
-}
-
-TEST_SUITE("slow") {
 TEST_CASE("quant parity with llama.cpp ggml (>= 100000 blocks per type)") { run_parity(102400); }
 }

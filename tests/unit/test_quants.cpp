@@ -55,9 +55,10 @@ double float_dot(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
+// (No commas or semicolons in test names: doctest_discover_tests then drops the CTest label.)
 TEST_SUITE("quants") {
 
-TEST_CASE("f16 conversion: exact widening of every half, round trip, specials") {
+TEST_CASE("f16 conversion: exact widening of every half and round trip") {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = f16_to_f32(uint16_t(h));
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
@@ -77,7 +78,7 @@ TEST_CASE("f16 conversion: exact widening of every half, round trip, specials") 
   CHECK(std::signbit(f16_to_f32(0x8000)));
 }
 
-TEST_CASE("f16 conversion: round to nearest even, overflow, underflow") {
+TEST_CASE("f16 conversion: round to nearest even with overflow and underflow") {
   CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even (down)
   CHECK(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
   CHECK(f32_to_f16(std::nextafter(1.0f + std::ldexp(1.0f, -11), 2.0f)) == 0x3c01);
@@ -95,7 +96,7 @@ TEST_CASE("f16 conversion: round to nearest even, overflow, underflow") {
   CHECK(f32_to_f16(-std::numeric_limits<float>::quiet_NaN()) == 0xfe00);
 }
 
-TEST_CASE("bf16 conversion: round to nearest even, NaN, subnormals kept") {
+TEST_CASE("bf16 conversion: round to nearest even with NaN and kept subnormals") {
   CHECK(f32_to_bf16(1.0f) == 0x3f80);
   CHECK(f32_to_bf16(from_bits(0x3f808000)) == 0x3f80);  // tie -> even
   CHECK(f32_to_bf16(from_bits(0x3f818000)) == 0x3f82);  // tie -> even (up)
@@ -135,7 +136,7 @@ TEST_CASE("k4 scale packing round trips every 6-bit value") {
   }
 }
 
-TEST_CASE("q8_K: extreme element becomes -127, d carries its sign, bsums are exact") {
+TEST_CASE("q8_K: extreme element becomes -127 and d carries its sign and bsums are exact") {
   std::vector<float> x = random_row(512, 11);
   x[37] = 9.0f;    // positive extreme in block 0
   x[300] = -7.5f;  // negative extreme in block 1
@@ -171,7 +172,7 @@ TEST_CASE("q8_K: extreme element becomes -127, d carries its sign, bsums are exa
   for (int g = 0; g < 16; ++g) CHECK(r.bsums[g] == 0);
 }
 
-TEST_CASE("q8_0: reference rounds half away from zero, x86 variant half to even") {
+TEST_CASE("q8_0: reference rounds half away from zero and x86 variant half to even") {
   std::vector<float> x(32, 0.0f);
   x[0] = 127.0f;  // d = 1, id = 1
   x[1] = 2.5f;
