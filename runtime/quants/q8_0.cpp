@@ -1,7 +1,6 @@
 // Q8_0: blocks of 32 int8 with one f16 scale (§3). Dequantizer, the two activation/weight
 // quantizers llama.cpp has (scalar reference, x86 AVX2) and the AVX2 q8_0·q8_0 dot product (§8.7).
 #include <cmath>
-#include <cstdint>
 
 #include "runtime/quants/quant_internal.h"
 
@@ -32,20 +31,6 @@ void quantize_row_q8_0_ref(const float* x, BlockQ8_0* y, int64_t n) {
 
 }  // namespace detail
 
-namespace {
-
-// _mm256_cvtps_epi32 followed by the saturating packs to int8: round half to even, NaN and out of
-// range become INT32_MIN and saturate to -128.
-int8_t cvt_round_even_sat_i8(float v) {
-  if (!(v > -2147483648.0f && v < 2147483648.0f)) return -128;
-  const float r = std::nearbyint(v);  // default rounding mode: half to even
-  if (r > 127.0f) return 127;
-  if (r < -128.0f) return -128;
-  return int8_t(r);
-}
-
-}  // namespace
-
 // x86 quantize_row_q8_0 (AVX2 branch of ggml-cpu/arch/x86/quants.c): id = 127/amax (not 1/d) and
 // round half to even.
 void quantize_row_q8_0_x86(const float* x, BlockQ8_0* y, int64_t n) {
@@ -55,7 +40,7 @@ void quantize_row_q8_0_x86(const float* x, BlockQ8_0* y, int64_t n) {
     const float d = amax / 127.0f;
     y[i].d = f32_to_f16(d);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < QK8_0; ++j) y[i].qs[j] = cvt_round_even_sat_i8(x[j] * id);
+    for (int j = 0; j < QK8_0; ++j) y[i].qs[j] = detail::cvt_round_even_sat_i8(x[j] * id);
   }
 }
 

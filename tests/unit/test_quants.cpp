@@ -259,6 +259,35 @@ TEST_CASE("reference dot products agree with the float dot of dequantized rows")
   CHECK(vec_dot_q8_0_q8_0(w8.data(), a80.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 }
 
+TEST_CASE("q8_K repack variant: sign follows any +amax rather than the first extreme") {
+  std::vector<float> x(256, 0.5f);
+  x[3] = -2.0f;  // -amax first
+  x[10] = 2.0f;
+  BlockQ8_K ref, rep;
+  quantize_row_q8_K(x.data(), &ref, 256);
+  quantize_row_q8_K_repack(x.data(), &rep, 256);
+  CHECK(ref.d > 0);
+  CHECK(rep.d < 0);
+  for (int j = 0; j < 256; ++j) CHECK(rep.qs[j] == -ref.qs[j]);
+  for (int g = 0; g < 16; ++g) CHECK(rep.bsums[g] == -ref.bsums[g]);
+  x[10] = 1.0f;  // only -amax: both variants agree
+  quantize_row_q8_K(x.data(), &ref, 256);
+  quantize_row_q8_K_repack(x.data(), &rep, 256);
+  CHECK(std::memcmp(&ref, &rep, sizeof ref) == 0);
+}
+
+TEST_CASE("repacked Q4_K float orders agree closely with the vec_dot order") {
+  const int64_t n = 256 * 32;
+  const auto w = random_row(n, 31), a = random_row(n, 32);
+  std::vector<BlockQ4_K> w4(static_cast<size_t>(n / 256));
+  std::vector<BlockQ8_K> a8(static_cast<size_t>(n / 256));
+  quantize_row(TensorType::Q4_K, w.data(), w4.data(), n);
+  quantize_row_q8_K(a.data(), a8.data(), n);
+  const float ref = vec_dot_q4_K_q8_K(w4.data(), a8.data(), n);
+  CHECK(vec_dot_q4_K_q8_K_repack_gemv(w4.data(), a8.data(), n) == doctest::Approx(ref).epsilon(1e-5));
+  CHECK(vec_dot_q4_K_q8_K_repack_gemm(w4.data(), a8.data(), n) == doctest::Approx(ref).epsilon(1e-5));
+}
+
 TEST_CASE("row functions reject bad lengths and unsupported types") {
   std::vector<float> x(300, 1.0f);
   std::vector<uint8_t> buf(4096);
