@@ -6,19 +6,41 @@
 
 namespace ckjit::tok {
 
+namespace {
+
+uint64_t hash_text(std::string_view s) {  // FNV-1a: token texts are short
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+  return h ^ (h >> 29);
+}
+
+uint64_t hash_key(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) ^ (k >> 31); }
+
+size_t pow2_at_least(size_t n) {
+  size_t c = 16;
+  while (c < n) c <<= 1;
+  return c;
+}
+
+}  // namespace
+
 BpeModel::BpeModel(const std::vector<std::string>& tokens, const std::vector<std::string>& merges)
     : n_vocab_(static_cast<int32_t>(tokens.size())) {
   size_t total = 0;
   for (const auto& t : tokens) total += t.size();
-  token_arena_.reserve(total);
-  for (const auto& t : tokens) token_arena_ += t;
-  symbols_.reserve(tokens.size() + merges.size() / 4);
-  size_t offset = 0;
+  arena_.reserve(total + total / 8);
+  sym_offset_.reserve(tokens.size() + tokens.size() / 8 + 1);
+  sym_slots_.assign(pow2_at_least(2 * (tokens.size() + tokens.size() / 8)), -1);
+  sym_offset_.push_back(0);
   for (int32_t id = 0; id < n_vocab_; ++id) {
-    symbols_[std::string_view(token_arena_).substr(offset, tokens[id].size())] = id;  // last duplicate wins
-    offset += tokens[id].size();
+    arena_ += tokens[id];
+    sym_offset_.push_back(static_cast<uint32_t>(arena_.size()));
+    const size_t slot = symbol_slot(tokens[id]);
+    sym_slots_[slot] = id;  // a repeated text points at its last id, like llama.cpp's token_to_id
   }
-  merges_.reserve(merges.size());
+
+  merge_slots_.assign(pow2_at_least(2 * merges.size()), Merge{kEmptyKey, 0, 0});
+  const size_t mask = merge_slots_.size() - 1;
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const std::string& m = merges[rank];
@@ -30,7 +52,12 @@ BpeModel::BpeModel(const std::vector<std::string>& tokens, const std::vector<std
     const int32_t l = intern(left), r = intern(right);
     joined.assign(left).append(right);
     const int32_t result = intern(joined);
-    merges_.try_emplace(pair_key(l, r), Merge{static_cast<int32_t>(rank), result});  // first rank wins
+    const uint64_t key = pair_key(l, r);
+    size_t i = hash_key(key) & mask;
+    while (merge_slots_[i].key != kEmptyKey && merge_slots_[i].key != key) i = (i + 1) & mask;
+    if (merge_slots_[i].key == key) continue;  // a repeated merge keeps its first rank
+    merge_slots_[i] = Merge{key, static_cast<int32_t>(rank), result};
+    ++n_merges_;
   }
   for (int b = 0; b < 256; ++b) {
     std::string ch;
@@ -39,17 +66,43 @@ BpeModel::BpeModel(const std::vector<std::string>& tokens, const std::vector<std
   }
 }
 
+size_t BpeModel::symbol_slot(std::string_view text) const {
+  const size_t mask = sym_slots_.size() - 1;
+  size_t i = hash_text(text) & mask;
+  while (sym_slots_[i] >= 0 && text_of(sym_slots_[i]) != text) i = (i + 1) & mask;
+  return i;
+}
+
+int32_t BpeModel::symbol_id(std::string_view text) const { return sym_slots_[symbol_slot(text)]; }
+
+void BpeModel::grow_symbols() {
+  sym_slots_.assign(sym_slots_.size() * 2, -1);
+  const auto n = static_cast<int32_t>(sym_offset_.size() - 1);
+  for (int32_t id = 0; id < n; ++id) {
+    const size_t slot = symbol_slot(text_of(id));
+    if (sym_slots_[slot] < 0 || id < n_vocab_) sym_slots_[slot] = id;
+  }
+}
+
 int32_t BpeModel::intern(std::string_view text) {
-  if (auto it = symbols_.find(text); it != symbols_.end()) return it->second;
-  const auto id = static_cast<int32_t>(n_vocab_ + extra_texts_.size());
-  const std::string& stored = extra_texts_.emplace_back(text);
-  symbols_.emplace(stored, id);
+  size_t slot = symbol_slot(text);
+  if (sym_slots_[slot] >= 0) return sym_slots_[slot];
+  const auto id = static_cast<int32_t>(sym_offset_.size() - 1);
+  arena_.append(text);  // `text` never points into arena_ here: it is a merge line or `joined`
+  sym_offset_.push_back(static_cast<uint32_t>(arena_.size()));
+  sym_slots_[slot] = id;
+  if (2 * sym_offset_.size() > sym_slots_.size()) grow_symbols();
   return id;
 }
 
-int32_t BpeModel::symbol_id(std::string_view text) const {
-  auto it = symbols_.find(text);
-  return it == symbols_.end() ? -1 : it->second;
+const BpeModel::Merge* BpeModel::find_merge(int32_t l, int32_t r) const {
+  if (merge_slots_.empty()) return nullptr;
+  const uint64_t key = pair_key(l, r);
+  const size_t mask = merge_slots_.size() - 1;
+  for (size_t i = hash_key(key) & mask;; i = (i + 1) & mask) {
+    if (merge_slots_[i].key == key) return &merge_slots_[i];
+    if (merge_slots_[i].key == kEmptyKey) return nullptr;
+  }
 }
 
 int32_t BpeModel::token_id(std::string_view text) const {
@@ -94,8 +147,7 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
   std::priority_queue<Pair> queue;
   auto try_push = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0 || sym[l].id < 0 || sym[r].id < 0) return;
-    auto it = merges_.find(pair_key(sym[l].id, sym[r].id));
-    if (it != merges_.end()) queue.push(Pair{it->second.rank, l, r, sym[l].id, sym[r].id});
+    if (const Merge* m = find_merge(sym[l].id, sym[r].id)) queue.push(Pair{m->rank, l, r, sym[l].id, sym[r].id});
   };
   for (int32_t i = 0; i + 1 < n; ++i) try_push(i, i + 1);
 
@@ -105,7 +157,7 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
     Symbol& L = sym[p.left];
     Symbol& R = sym[p.right];
     if (L.len == 0 || R.len == 0 || L.id != p.left_id || R.id != p.right_id) continue;  // stale
-    L.id = merges_.find(pair_key(p.left_id, p.right_id))->second.result;
+    L.id = find_merge(p.left_id, p.right_id)->result;
     L.len += R.len;
     R.len = 0;
     L.next = R.next;
