@@ -160,6 +160,26 @@ TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always,
   CHECK(joined == "\xF0\x9F\xA6\x99");
 }
 
+TEST_CASE("random bytes never fail and decode to what llama.cpp's decoder sees") {
+  const Tokenizer& t = tokfix::qwen3();
+  const std::string pool[] = {"<|im_start|>", "<|im_end|>", "<think>", "</tool_call>", "\xF4\x90\x80\x80", "\xC0\x80",
+                              "\xED\xA0\x80", "\xF0\x9F\x98", " ", "\n", "\r\n", "'s", "a", "\xE4\xB8\xAD", "7"};
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  auto next = [&] { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string text;
+    const int parts = 1 + int(next() % 12);
+    for (int k = 0; k < parts; ++k) {
+      if (next() % 3 == 0) text += pool[next() % std::size(pool)];
+      else text.push_back(static_cast<char>(next() & 0xFF));
+    }
+    Ids plain, special;
+    REQUIRE_NOTHROW(plain = t.encode(text, false, false));
+    REQUIRE_NOTHROW(special = t.encode(text, false, true));
+    CHECK_MESSAGE(t.decode(plain) == normalized(text), hex(text));
+  }
+}
+
 TEST_CASE("long inputs") {
   const Tokenizer& t = tokfix::qwen3();
   std::string text;
