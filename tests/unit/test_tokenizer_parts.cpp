@@ -39,7 +39,7 @@ using V = std::vector<std::string>;
 
 TEST_SUITE("tokenizer") {
 
-TEST_CASE("UTF-8 decoding follows llama.cpp, invalid bytes become U+FFFD one at a time") {
+TEST_CASE("UTF-8 decoding follows llama.cpp: each invalid byte becomes U+FFFD") {
   using C = std::vector<uint32_t>;
   CHECK(decode_utf8_lenient("a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80") == C{'a', 0xE9, 0x4E2D, 0x1F600});
   CHECK(decode_utf8_lenient("\x80\xBF") == C{0xFFFD, 0xFFFD});               // stray continuation bytes
@@ -110,7 +110,7 @@ TEST_CASE("byte-level map") {
   CHECK(byte_level_encode(" hi\n") == "\xC4\xA0hi\xC4\x8A");
 }
 
-TEST_CASE("BPE merges by rank, leftmost first on ties") {
+TEST_CASE("BPE merges by rank with the leftmost pair first on ties") {
   // Tiny vocab: single letters, then merges. "aaa": (a,a) at positions 0 and 1 have the same rank;
   // the leftmost wins -> "aa" + "a".
   std::vector<std::string> tokens = {"a", "b", "c", "aa", "ab", "bc", "abc", "aab"};

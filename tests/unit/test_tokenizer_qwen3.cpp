@@ -118,7 +118,7 @@ TEST_CASE("token ids identical to llama.cpp on the corpus") {
           " inputs where llama.cpp throws: compared with its ids for the U+FFFD-substituted text)");
 }
 
-TEST_CASE("detokenization round-trips valid UTF-8; invalid bytes come back as U+FFFD") {
+TEST_CASE("detokenization round-trips valid UTF-8 and returns U+FFFD for invalid bytes") {
   const Tokenizer& t = tokfix::qwen3();
   size_t valid = 0;
   for (const CorpusEntry& e : corpus()) {
@@ -135,7 +135,7 @@ TEST_CASE("detokenization round-trips valid UTF-8; invalid bytes come back as U+
   CHECK(valid > 4000);
 }
 
-TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always, rendering") {
+TEST_CASE("special tokens: CONTROL only with parse_special and USER_DEFINED always") {
   const Tokenizer& t = tokfix::qwen3();
   const std::string prompt = "<|im_start|>user\nHi<think>x</think><|im_end|>";
   const Ids special = t.encode(prompt, false, true);
