@@ -5,6 +5,7 @@
 #include "runtime/error.h"
 #include "runtime/tokenizer/byte_level.h"
 #include "runtime/tokenizer/pretokenize_qwen2.h"
+#include "runtime/tokenizer/special_by_text.h"
 #include "runtime/tokenizer/unicode.h"
 
 namespace ckjit::tok {
@@ -14,11 +15,6 @@ namespace {
 bool is_qwen2_pre(std::string_view pre) {
   return pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "kormo" || pre == "f2llmv2" || pre == "megrez";
 }
-
-// Texts llama.cpp marks end-of-generation (the subset that can occur in Qwen-style vocabularies),
-// besides the EOS id itself.
-constexpr std::string_view kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>",
-                                          "<|file_sep|>", "<|eot_id|>", "<|end|>", "<|end_of_text|>"};
 
 std::vector<std::string> checked_tokens(const TokenizerVocab& v) {
   if (v.model != "gpt2")
@@ -52,6 +48,10 @@ Tokenizer::Tokenizer(const TokenizerVocab& v)
     // matched in text nor rendered; UNUSED behaves the same here.
     types_[i] = (t >= 1 && t <= 6) ? static_cast<TokenType>(t) : TokenType::Unused;
   }
+  // llama.cpp's load-time fix-ups by token text (e.g. Qwen's ordinary "</s>" becomes CONTROL + EOG).
+  const TextDetectedSpecials by_text = detect_specials_by_text([this](std::string_view t) { return find_token(t); });
+  for (int32_t id : by_text.control) types_[id] = TokenType::Control;
+  eog_ids_ = by_text.eog;
   for (int32_t id = 0; id < n_tokens(); ++id) {
     const TokenType t = types_[id];
     if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) specials_.push_back(id);
@@ -60,8 +60,6 @@ Tokenizer::Tokenizer(const TokenizerVocab& v)
   // for overlapping texts of equal length, which Qwen vocabularies do not have).
   std::stable_sort(specials_.begin(), specials_.end(),
                    [&](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
-  for (std::string_view t : kEogTexts)
-    if (int32_t id = find_token(t); id >= 0) eog_ids_.push_back(id);
   if (eos_id_ >= 0) eog_ids_.push_back(eos_id_);
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());

@@ -50,6 +50,7 @@ class Tokenizer {
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
   // End-of-generation tokens, as llama.cpp derives them (EOS plus known end-of-turn/FIM texts).
+  // token_type() reports CONTROL for tokens llama.cpp promotes by text (see special_by_text.h).
   bool is_eog(int32_t id) const;
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
 

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -91,7 +93,9 @@ TEST_CASE("Qwen3 vocab converted like llama.cpp's converter") {
     const bool user_defined = id == 151657 || id == 151658 || (id >= 151665 && id <= 151668);
     CHECK_MESSAGE(t.token_type(id) == (user_defined ? TokenType::UserDefined : TokenType::Control), id);
   }
-  CHECK(t.eog_ids() == Ids{151643, 151645, 151662, 151663, 151664});
+  // llama.cpp also promotes the ordinary token "</s>" (128247) to CONTROL + end-of-generation by its text
+  CHECK(t.token_type(128247) == TokenType::Control);
+  CHECK(t.eog_ids() == Ids{128247, 151643, 151645, 151662, 151663, 151664});
   CHECK(t.is_eog(151645));
   CHECK_FALSE(t.is_eog(151644));
   CHECK(t.find_token("\xC4\xA0the") >= 0);
@@ -133,6 +137,35 @@ TEST_CASE("detokenization round-trips valid UTF-8 and returns U+FFFD for invalid
     }
   }
   CHECK(valid > 4000);
+}
+
+TEST_CASE("detokenization of every id equals llama.cpp's token_to_piece") {
+  // pieces.json: per block of ids, FNV-1a 64 over (u32 length, bytes) of each llama.cpp piece.
+  const Tokenizer& t = tokfix::qwen3();
+  std::ifstream f(std::string(CKJIT_FIXTURES_DIR) + "/tokenizer/pieces.json");
+  REQUIRE(f);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto j = ckjit::parse_json(text);
+  REQUIRE(j.at("n_tokens").as_int() == t.n_tokens());
+  const auto block = static_cast<int32_t>(j.at("block").as_int());
+  for (bool special : {false, true}) {
+    const auto& digests = j.at(special ? "special" : "plain").as_array();
+    for (int32_t start = 0, b = 0; start < t.n_tokens(); start += block, ++b) {
+      uint64_t h = 0xCBF29CE484222325ull;
+      auto mix = [&](const void* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001B3ull;
+      };
+      for (int32_t id = start; id < t.n_tokens() && id < start + block; ++id) {
+        const std::string piece = t.token_to_piece(id, special);
+        const auto len = static_cast<uint32_t>(piece.size());
+        mix(&len, 4);
+        mix(piece.data(), piece.size());
+      }
+      char hexd[17];
+      std::snprintf(hexd, sizeof hexd, "%llx", static_cast<unsigned long long>(h));
+      CHECK_MESSAGE(digests.at(b).as_string() == hexd, "ids ", start, "..", start + block - 1, " special=", special);
+    }
+  }
 }
 
 TEST_CASE("special tokens: CONTROL only with parse_special and USER_DEFINED always") {
