@@ -12,6 +12,7 @@
 #include "runtime/tokenizer/pretokenize_qwen2.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/unicode.h"
+#include "runtime/tokenizer/utf8_stream.h"
 
 using namespace ckjit::tok;
 
@@ -155,6 +156,19 @@ TEST_CASE("Tokenizer rejects unsupported or inconsistent vocabularies") {
   Tokenizer t(v);
   CHECK_THROWS_AS(t.token_to_piece(2), ckjit::Error);
   CHECK_THROWS_AS(t.token_to_piece(-1), ckjit::Error);
+}
+
+TEST_CASE("Utf8Stream holds back an unfinished UTF-8 sequence") {
+  Utf8Stream s;
+  CHECK(s.push("ab\xF0\x9F") == "ab");
+  CHECK(s.push("\x98") == "");
+  CHECK(s.push("\x80!") == "\xF0\x9F\x98\x80!");
+  CHECK(s.push("\xE4") == "");
+  CHECK(s.push("\xB8\xAD\xC3") == "\xE4\xB8\xAD");
+  CHECK(s.flush() == "\xC3");
+  CHECK(s.push("\x80\x80\xFF") == "\x80\x80\xFF");  // invalid bytes pass through
+  CHECK(s.push("\xF0\x9F\x98\x80") == "\xF0\x9F\x98\x80");
+  CHECK(s.flush().empty());
 }
 
 TEST_CASE("JSON reader") {

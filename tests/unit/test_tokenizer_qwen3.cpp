@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/json_reader.h"
 #include "runtime/tokenizer/unicode.h"
+#include "runtime/tokenizer/utf8_stream.h"
 #include "tests/unit/tokenizer_fixture.h"
 
 using namespace ckjit::tok;
@@ -211,6 +212,25 @@ TEST_CASE("random bytes never fail and decode to what llama.cpp's decoder sees")
     REQUIRE_NOTHROW(special = t.encode(text, false, true));
     CHECK_MESSAGE(t.decode(plain) == normalized(text), hex(text));
   }
+}
+
+TEST_CASE("streaming detokenization emits only whole characters") {
+  const Tokenizer& t = tokfix::qwen3();
+  size_t checked = 0;
+  for (const CorpusEntry& e : corpus()) {
+    if (!is_valid_utf8(e.text)) continue;
+    Utf8Stream stream;
+    std::string joined;
+    for (int32_t id : t.encode(e.text, false, true)) {
+      const std::string chunk = stream.push(t.token_to_piece(id, true));
+      CHECK_MESSAGE(is_valid_utf8(chunk), hex(e.text));
+      joined += chunk;
+    }
+    CHECK(stream.flush().empty());
+    CHECK(joined == e.text);
+    ++checked;
+  }
+  CHECK(checked > 4000);
 }
 
 TEST_CASE("long inputs") {
