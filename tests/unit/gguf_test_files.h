@@ -54,6 +54,7 @@ struct Layout {
   GgufFile file;
 
   explicit Layout(std::vector<uint8_t> b) : bytes(std::move(b)), file(GgufFile::from_memory(bytes.data(), bytes.size(), "base")) {}
+  Layout(const Layout&) = delete;  // `file` views `bytes`
 
   uint64_t kv(std::string_view key) const { return file.find(key)->file_offset; }
   uint64_t kv_type(std::string_view key) const { return kv(key) + 8 + key.size(); }
