@@ -35,7 +35,7 @@ RunResult run_ckjit(const std::string& args, const std::string& tag) {
 
 TEST_SUITE("gguf") {
 
-TEST_CASE("ckjit inspect prints header, metadata and tensor table") {
+TEST_CASE("ckjit inspect prints header and metadata and tensor table") {
   GgufWriter w = base_writer();
   std::vector<std::string> vocab;
   for (int i = 0; i < 500; ++i) vocab.push_back("tok" + std::to_string(i));
@@ -57,7 +57,7 @@ TEST_CASE("ckjit inspect prints header, metadata and tensor table") {
   CHECK(r.out.find("totals: 4 tensors") != std::string::npos);
 }
 
-TEST_CASE("ckjit inspect rejects a hostile file, a missing file and bad options") {
+TEST_CASE("ckjit inspect rejects a hostile file or a missing file or bad options") {
   Layout L(base_writer().to_bytes());
   auto bad = patched(L.bytes, L.tensor_type("b"), int32_t(TensorType::Q8_K));
   auto path = (scratch_dir() / "cli_bad.gguf").string();

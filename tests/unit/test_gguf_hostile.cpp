@@ -203,7 +203,7 @@ TEST_CASE("gguf base file of the hostile tests is valid") {
   CHECK(GgufFile::from_bytes(raw_header(3, 0, 0), "header.gguf").metadata().empty());
 }
 
-TEST_CASE("gguf hostile files: each is rejected with a ckjit::Error naming file, offset and problem") {
+TEST_CASE("gguf hostile files: each is rejected with a ckjit::Error naming file and offset and problem") {
   auto cases = hostile_cases();
   CHECK(cases.size() >= 30);
   std::set<std::string> names;
@@ -258,7 +258,7 @@ TEST_CASE("gguf truncation at every byte of a small file is rejected") {
   }
 }
 
-TEST_CASE("gguf paths that are not GGUF files: missing, directory, empty") {
+TEST_CASE("gguf paths that are not GGUF files (missing or directory or empty)") {
   auto dir = scratch_dir();
   auto missing = (dir / "does_not_exist.gguf").string();
   std::string msg;

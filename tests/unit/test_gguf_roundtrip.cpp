@@ -101,7 +101,7 @@ void check_all_types(const GgufFile& f) {
 
 TEST_SUITE("gguf") {
 
-TEST_CASE("gguf round trip: every metadata type, versions 2 and 3") {
+TEST_CASE("gguf round trip: every metadata type in versions 2 and 3") {
   for (uint32_t version : {2u, 3u}) {
     CAPTURE(version);
     GgufWriter w = all_types_writer();
@@ -117,7 +117,7 @@ TEST_CASE("gguf round trip: every metadata type, versions 2 and 3") {
   }
 }
 
-TEST_CASE("gguf round trip: tensors of several types and shapes, through a file (mmap)") {
+TEST_CASE("gguf round trip: tensors of several types and shapes through a file (mmap)") {
   for (uint32_t alignment : {32u, 64u, 256u}) {
     CAPTURE(alignment);
     GgufWriter w;
@@ -184,7 +184,7 @@ TEST_CASE("gguf round trip: tensors of several types and shapes, through a file 
   }
 }
 
-TEST_CASE("gguf typed getters: missing keys, wrong types, optional variants") {
+TEST_CASE("gguf typed getters: missing keys and wrong types and optional variants") {
   GgufFile f = GgufFile::from_bytes(all_types_writer().to_bytes(), "getters.gguf");
   CHECK(f.get_optional<uint32_t>("t.u32") == 4294967295u);
   CHECK_FALSE(f.get_optional<uint32_t>("qwen3vl.block_count").has_value());
