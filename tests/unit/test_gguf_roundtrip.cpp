@@ -174,7 +174,7 @@ TEST_CASE("gguf round trip: tensors of several types and shapes through a file (
       CHECK(t.n_bytes == s.bytes);
       CHECK(t.offset % alignment == 0);
       CHECK(size_t(t.data - f.bytes()) % alignment == 0);
-      CHECK(std::memcmp(t.data, pattern_bytes(s.bytes, uint8_t(i)).data(), s.bytes) == 0);
+      CHECK(std::vector<uint8_t>(t.data, t.data + s.bytes) == pattern_bytes(s.bytes, uint8_t(i)));
     }
     CHECK(f.tensor("mat.f16").shape_string() == "[5, 3]");
     CHECK(f.tensor("scalar").shape_string() == "[]");
