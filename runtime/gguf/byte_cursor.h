@@ -22,11 +22,12 @@ class ByteCursor {
     throw Error(name_ + ": at byte " + std::to_string(offset) + ": " + what);
   }
 
-  // Error unless n more bytes exist; `what` names the field being read.
-  void need(uint64_t n, std::string_view what) const {
+  // Error unless n more bytes exist; `what` + `suffix` names the field being read (two parts so
+  // that hot loops never build a message they do not need).
+  void need(uint64_t n, std::string_view what, std::string_view suffix = {}) const {
     if (n > remaining()) {
-      fail_at(pos_, "truncated file: " + std::string(what) + " needs " + std::to_string(n) + " bytes, only " +
-                        std::to_string(remaining()) + " remain (file size " + std::to_string(size_) + ")");
+      fail_at(pos_, "truncated file: " + std::string(what) + std::string(suffix) + " needs " + std::to_string(n) +
+                        " bytes, only " + std::to_string(remaining()) + " remain (file size " + std::to_string(size_) + ")");
     }
   }
 
@@ -49,7 +50,10 @@ class ByteCursor {
   // u64 length + bytes, returned as a view; the length is checked against max_len and the file.
   std::string_view read_string(std::string_view what, uint64_t max_len) {
     size_t at = pos_;
-    auto len = read<uint64_t>(std::string(what) + " length");
+    need(8, what, " length");
+    uint64_t len;
+    std::memcpy(&len, data_ + pos_, 8);
+    pos_ += 8;
     if (len > max_len) {
       fail_at(at, std::string(what) + " length " + std::to_string(len) + " exceeds the limit of " +
                       std::to_string(max_len) + " bytes");

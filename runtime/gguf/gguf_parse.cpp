@@ -186,7 +186,8 @@ class Parser {
     if (a.elem == ValueType::STRING) {
       auto strings = std::make_unique<std::vector<std::string_view>>();
       strings->reserve(a.count);
-      for (uint64_t i = 0; i < a.count; ++i) strings->push_back(cur_.read_string("string element of " + std::string(what), kMaxStringBytes));
+      std::string element_what = "string element of " + what;  // built once, not per element
+      for (uint64_t i = 0; i < a.count; ++i) strings->push_back(cur_.read_string(element_what, kMaxStringBytes));
       a.strings = strings.get();
       string_arrays.push_back(std::move(strings));
     } else {
