@@ -26,10 +26,9 @@ std::string human_bytes(uint64_t n) {
 void print_metadata(const GgufFile& f) {
   std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
   size_t width = 0;
-  for (const auto& kv : f.metadata()) width = std::max(width, kv.key.size());
+  for (const auto& kv : f.metadata()) width = std::max(width, std::min<size_t>(kv.key.size(), 60));
   for (const auto& kv : f.metadata()) {
-    std::string key = ckjit::gguf::quoted(kv.key);
-    key = key.substr(1, key.size() - 2);  // printable key without the quotes
+    std::string key = ckjit::gguf::printable(kv.key, 100);
     std::printf("  %-*s  %-14s %s\n", int(width), key.c_str(), ckjit::gguf::describe_type(kv.value).c_str(),
                 ckjit::gguf::to_display_string(kv.value, 6).c_str());
   }
@@ -43,7 +42,7 @@ void print_tensors(const GgufFile& f) {
   std::map<std::string, std::pair<size_t, uint64_t>> by_type;  // type -> (count, bytes)
   int64_t elements = 0;
   for (const auto& t : f.tensors()) {
-    std::string name(t.name);
+    std::string name = ckjit::gguf::printable(t.name);
     std::printf("  %-*s  %-5s %-28s %14" PRIu64 " %14" PRIu64 "\n", int(width), name.c_str(), t.type.name,
                 t.shape_string().c_str(), t.n_bytes, f.data_offset() + t.offset);
     auto& [count, bytes] = by_type[t.type.name];

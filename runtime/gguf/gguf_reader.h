@@ -41,6 +41,9 @@ struct TensorInfo {
   const uint8_t* data = nullptr;         // data_offset + offset inside the file's bytes
 
   std::string shape_string() const;      // "[2048, 151936]" (n_dims entries; "[]" for a scalar)
+  // Bytes of one contiguous row of ne[0] elements, and the number of rows (ne[1]*ne[2]*ne[3]).
+  uint64_t row_bytes() const { return uint64_t(ne[0] / type.block_elems * type.block_bytes); }
+  int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
 };
 
 class GgufFile {

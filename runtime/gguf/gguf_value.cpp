@@ -82,8 +82,10 @@ Value element(const ArrayView& a, uint64_t i) {
 
 }  // namespace
 
-std::string quoted(std::string_view s, size_t max_bytes) {
-  std::string out = "\"";
+namespace {
+// Escaped bytes of s (at most max_bytes of them); `cut` tells whether s was longer.
+std::string escape(std::string_view s, size_t max_bytes, bool& cut) {
+  std::string out;
   size_t i = 0;
   for (; i < s.size() && i < max_bytes; ++i) {
     auto c = static_cast<unsigned char>(s[i]);
@@ -105,8 +107,22 @@ std::string quoted(std::string_view s, size_t max_bytes) {
       out += buf;
     }
   }
-  out += '"';
-  if (i < s.size()) out += "...(" + std::to_string(s.size()) + " bytes)";
+  cut = i < s.size();
+  return out;
+}
+}  // namespace
+
+std::string quoted(std::string_view s, size_t max_bytes) {
+  bool cut = false;
+  std::string out = "\"" + escape(s, max_bytes, cut) + "\"";
+  if (cut) out += "...(" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+std::string printable(std::string_view s, size_t max_bytes) {
+  bool cut = false;
+  std::string out = escape(s, max_bytes, cut);
+  if (cut) out += "...(" + std::to_string(s.size()) + " bytes)";
   return out;
 }
 

@@ -106,5 +106,7 @@ std::string to_display_string(const Value& v, size_t max_items = 8);
 // A string made safe for messages and terminals: quotes, escapes control and non-ASCII bytes,
 // cut after max_bytes.
 std::string quoted(std::string_view s, size_t max_bytes = 200);
+// The same escaping without the quotes (for keys and names in tables).
+std::string printable(std::string_view s, size_t max_bytes = 200);
 
 }  // namespace ckjit::gguf

@@ -17,10 +17,19 @@ namespace gguf_test {
 using namespace ckjit;
 using namespace ckjit::gguf;
 
+// A per-process scratch directory, removed when the process exits.
 inline std::filesystem::path scratch_dir() {
-  auto dir = std::filesystem::temp_directory_path() / ("ckjit_gguf_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("ckjit_gguf_test_" + std::to_string(::getpid()));
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static Dir dir;
+  return dir.path;
 }
 
 inline std::vector<uint8_t> pattern_bytes(size_t n, uint8_t seed) {

@@ -172,11 +172,14 @@ TEST_CASE("gguf round trip: tensors of several types and shapes through a file (
       CHECK(t.n_dims == int(s.ne.size()));
       for (int k = 0; k < 4; ++k) CHECK(t.ne[k] == (k < int(s.ne.size()) ? s.ne[k] : 1));
       CHECK(t.n_bytes == s.bytes);
+      CHECK(t.row_bytes() * uint64_t(t.n_rows()) == s.bytes);
       CHECK(t.offset % alignment == 0);
       CHECK(size_t(t.data - f.bytes()) % alignment == 0);
       CHECK(std::vector<uint8_t>(t.data, t.data + s.bytes) == pattern_bytes(s.bytes, uint8_t(i)));
     }
     CHECK(f.tensor("mat.f16").shape_string() == "[5, 3]");
+    CHECK(f.tensor("blk.0.ffn_down.weight").row_bytes() == 2 * 144);
+    CHECK(f.tensor("blk.0.ffn_down.weight").n_rows() == 3);
     CHECK(f.tensor("scalar").shape_string() == "[]");
     CHECK(f.tensor("scalar").n_elements == 1);
     CHECK(f.tensor("empty").n_elements == 0);
