@@ -1,5 +1,6 @@
 #include "runtime/gguf/gguf_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -92,13 +93,7 @@ void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<
   tensors_.push_back({std::string(name), type, std::move(ne), std::move(data)});
 }
 
-namespace {
-void pad_to(std::vector<uint8_t>& out, size_t base, uint32_t alignment) {
-  while ((out.size() - base) % alignment != 0) out.push_back(0);
-}
-}  // namespace
-
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+std::vector<uint8_t> GgufWriter::header_bytes() const {
   std::vector<uint8_t> out;
   put_bytes(out, "GGUF", 4);
   put(out, version_);
@@ -116,26 +111,40 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t d : t.ne) put(out, d);
     put(out, int32_t(t.type));
     put(out, offset);
-    offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += padded(t.data.size());
   }
-  if (tensors_.empty()) return out;
-  pad_to(out, 0, alignment_);
-  size_t data_start = out.size();
+  if (!tensors_.empty()) out.resize(padded(out.size()), 0);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header_bytes();
   for (const auto& t : tensors_) {
     put_bytes(out, t.data.data(), t.data.size());
-    pad_to(out, data_start, alignment_);
+    out.resize(out.size() + padded(t.data.size()) - t.data.size(), 0);
   }
   return out;
 }
 
 void GgufWriter::write_file(const std::string& path) const {
-  std::vector<uint8_t> bytes = to_bytes();
+  // Streams the tensor data instead of assembling the whole file in memory.
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
-  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  bool ok = written == bytes.size();
+  static const uint8_t zeros[256] = {};
+  auto write = [&](const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, f) == n; };
+  std::vector<uint8_t> header = header_bytes();
+  bool ok = write(header.data(), header.size());
+  for (const auto& t : tensors_) {
+    ok = ok && write(t.data.data(), t.data.size());
+    for (size_t pad = padded(t.data.size()) - t.data.size(); ok && pad > 0;) {
+      size_t n = std::min(pad, sizeof zeros);
+      ok = write(zeros, n);
+      pad -= n;
+    }
+  }
+  int saved_errno = errno;
   ok = (std::fclose(f) == 0) && ok;
-  if (!ok) throw Error(path + ": write failed: " + std::strerror(errno));
+  if (!ok) throw Error(path + ": write failed: " + std::strerror(saved_errno ? saved_errno : errno));
 }
 
 }  // namespace ckjit::gguf

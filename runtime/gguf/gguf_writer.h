@@ -66,6 +66,8 @@ class GgufWriter {
   };
 
   template <class T> void set_scalar(std::string_view key, T v);
+  std::vector<uint8_t> header_bytes() const;  // everything before the tensor data, padded
+  uint64_t padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
   void add_entry(std::string_view key, ValueType type, std::vector<uint8_t> payload);
   template <class Strings> void set_strings(std::string_view key, const Strings& values);
 

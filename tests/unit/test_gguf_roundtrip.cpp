@@ -159,6 +159,9 @@ TEST_CASE("gguf round trip: tensors of several types and shapes through a file (
 
     GgufFile f = GgufFile::open(path);
     CHECK(f.name() == path);
+    std::vector<uint8_t> in_memory = w.to_bytes();  // the streamed file has the same bytes
+    REQUIRE(f.file_size() == in_memory.size());
+    CHECK(std::memcmp(f.bytes(), in_memory.data(), in_memory.size()) == 0);
     CHECK(f.alignment() == alignment);
     CHECK(f.data_offset() % alignment == 0);
     CHECK(f.get_string("general.architecture") == "qwen3vl");
