@@ -113,7 +113,7 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
     put(out, offset);
     offset += padded(t.data.size());
   }
-  if (!tensors_.empty()) out.resize(padded(out.size()), 0);
+  out.resize(padded(out.size()), 0);  // like llama.cpp, even without tensors
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -17,13 +18,14 @@ namespace gguf_test {
 using namespace ckjit;
 using namespace ckjit::gguf;
 
-// A per-process scratch directory, removed when the process exits.
+// A per-process scratch directory, removed when the process exits (kept if CKJIT_KEEP_TEST_FILES is set).
 inline std::filesystem::path scratch_dir() {
   struct Dir {
     std::filesystem::path path =
         std::filesystem::temp_directory_path() / ("ckjit_gguf_test_" + std::to_string(::getpid()));
     Dir() { std::filesystem::create_directories(path); }
     ~Dir() {
+      if (std::getenv("CKJIT_KEEP_TEST_FILES")) return;  // to look at (or replay) the files written
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
     }
