@@ -1,0 +1,150 @@
+#include "runtime/gguf/gguf_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "runtime/error.h"
+#include "runtime/gguf/gguf_reader.h"
+
+namespace ckjit::gguf {
+
+void put_bytes(std::vector<uint8_t>& out, const void* p, size_t n) {
+  auto b = static_cast<const uint8_t*>(p);
+  out.insert(out.end(), b, b + n);
+}
+
+void put_string(std::vector<uint8_t>& out, std::string_view s) {
+  put(out, uint64_t(s.size()));
+  put_bytes(out, s.data(), s.size());
+}
+
+void GgufWriter::set_version(uint32_t version) {
+  if (version != 2 && version != 3) throw Error("GGUF writer: version " + std::to_string(version) + " not supported (2 or 3)");
+  version_ = version;
+}
+
+void GgufWriter::set_alignment(uint32_t alignment) { set_u32("general.alignment", alignment); }
+
+void GgufWriter::add_entry(std::string_view key, ValueType type, std::vector<uint8_t> payload) {
+  if (key.empty() || key.size() > 65535) throw Error("GGUF writer: metadata key must be 1..65535 bytes");
+  for (const auto& e : entries_)
+    if (e.key == key) throw Error("GGUF writer: duplicate metadata key " + quoted(key));
+  if (key == "general.alignment") {
+    uint32_t a = 0;
+    if (type == ValueType::U32) std::memcpy(&a, payload.data(), 4);
+    if (type != ValueType::U32 || a == 0 || (a & (a - 1)) != 0) {
+      throw Error("GGUF writer: general.alignment must be a u32 power of two");
+    }
+    alignment_ = a;
+  }
+  entries_.push_back({std::string(key), type, std::move(payload)});
+}
+
+void GgufWriter::set_string(std::string_view key, std::string_view v) {
+  std::vector<uint8_t> payload;
+  put_string(payload, v);
+  add_entry(key, ValueType::STRING, std::move(payload));
+}
+
+void GgufWriter::set_bool_array(std::string_view key, const std::vector<bool>& values) {
+  std::vector<uint8_t> payload;
+  put(payload, int32_t(ValueType::BOOL));
+  put(payload, uint64_t(values.size()));
+  for (bool b : values) payload.push_back(b ? 1 : 0);
+  add_entry(key, ValueType::ARRAY, std::move(payload));
+}
+
+template <class Strings> void GgufWriter::set_strings(std::string_view key, const Strings& values) {
+  std::vector<uint8_t> payload;
+  put(payload, int32_t(ValueType::STRING));
+  put(payload, uint64_t(values.size()));
+  for (const auto& s : values) put_string(payload, s);
+  add_entry(key, ValueType::ARRAY, std::move(payload));
+}
+
+void GgufWriter::set_string_array(std::string_view key, std::span<const std::string> values) { set_strings(key, values); }
+void GgufWriter::set_string_array(std::string_view key, std::span<const std::string_view> values) { set_strings(key, values); }
+
+void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::vector<uint8_t> data) {
+  std::string what = "GGUF writer: tensor " + quoted(name);
+  if (name.empty() || name.size() > kMaxTensorNameBytes) {
+    throw Error(what + ": name must be 1.." + std::to_string(kMaxTensorNameBytes) + " bytes");
+  }
+  for (const auto& t : tensors_)
+    if (t.name == name) throw Error(what + ": duplicate tensor name");
+  if (ne.size() > size_t(kMaxDims)) throw Error(what + ": more than 4 dimensions");
+  const TensorTypeInfo& info = tensor_type_info(type);
+  if (!info.in_files) throw Error(what + ": type " + info.name + " cannot be stored in a file");
+  int64_t n = 1;
+  for (int64_t d : ne) {
+    if (d < 0) throw Error(what + ": negative dimension");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) throw Error(what + ": element count overflows");
+    n *= d;
+  }
+  int64_t ne0 = ne.empty() ? 1 : ne[0];
+  if (ne0 % info.block_elems != 0) throw Error(what + ": ne[0] is not a multiple of the block size of " + info.name);
+  uint64_t bytes = uint64_t(n / info.block_elems) * uint64_t(info.block_bytes);
+  if (data.size() != bytes) {
+    throw Error(what + ": has " + std::to_string(data.size()) + " data bytes, its shape needs " + std::to_string(bytes));
+  }
+  tensors_.push_back({std::string(name), type, std::move(ne), std::move(data)});
+}
+
+std::vector<uint8_t> GgufWriter::header_bytes() const {
+  std::vector<uint8_t> out;
+  put_bytes(out, "GGUF", 4);
+  put(out, version_);
+  put(out, int64_t(tensors_.size()));
+  put(out, int64_t(entries_.size()));
+  for (const auto& e : entries_) {
+    put_string(out, e.key);
+    put(out, int32_t(e.type));
+    put_bytes(out, e.payload.data(), e.payload.size());
+  }
+  uint64_t offset = 0;
+  for (const auto& t : tensors_) {
+    put_string(out, t.name);
+    put(out, uint32_t(t.ne.size()));
+    for (int64_t d : t.ne) put(out, d);
+    put(out, int32_t(t.type));
+    put(out, offset);
+    offset += padded(t.data.size());
+  }
+  out.resize(padded(out.size()), 0);  // like llama.cpp, even without tensors
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header_bytes();
+  for (const auto& t : tensors_) {
+    put_bytes(out, t.data.data(), t.data.size());
+    out.resize(out.size() + padded(t.data.size()) - t.data.size(), 0);
+  }
+  return out;
+}
+
+void GgufWriter::write_file(const std::string& path) const {
+  // Streams the tensor data instead of assembling the whole file in memory.
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
+  static const uint8_t zeros[256] = {};
+  auto write = [&](const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, f) == n; };
+  std::vector<uint8_t> header = header_bytes();
+  bool ok = write(header.data(), header.size());
+  for (const auto& t : tensors_) {
+    ok = ok && write(t.data.data(), t.data.size());
+    for (size_t pad = padded(t.data.size()) - t.data.size(); ok && pad > 0;) {
+      size_t n = std::min(pad, sizeof zeros);
+      ok = write(zeros, n);
+      pad -= n;
+    }
+  }
+  int saved_errno = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) throw Error(path + ": write failed: " + std::strerror(saved_errno ? saved_errno : errno));
+}
+
+}  // namespace ckjit::gguf
