@@ -1,0 +1,233 @@
+// JIT framework and Q4_K kernels: spec round trip, W^X code pages, lossless repack, and every
+// generated kernel against its scalar twin (bit-exact) on odd shapes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "jit/code_cache.h"
+#include "jit/isa_select.h"
+#include "jit/kernels.h"
+#include "jit/reference.h"
+#include "runtime/error.h"
+#include "runtime/quants/quants.h"
+
+using namespace ckjit;
+using namespace ckjit::jit;
+using quant::BlockQ4_K;
+using quant::BlockQ8_K;
+
+namespace {
+
+std::vector<BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<BlockQ4_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    b.d = quant::f32_to_f16(scale(rng));
+    b.dmin = quant::f32_to_f16(scale(rng));
+    for (auto& s : b.scales) s = uint8_t(byte(rng));
+    for (auto& q : b.qs) q = uint8_t(byte(rng));
+  }
+  return v;
+}
+
+std::vector<BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  std::vector<BlockQ8_K> v(size_t(m * k / 256));
+  for (int64_t r = 0; r < m; ++r) {
+    for (auto& f : x) f = nd(rng);
+    quant::quantize_row_q8_K(x.data(), v.data() + r * (k / 256), k);
+  }
+  return v;
+}
+
+bool avx512_runs() { return isa_runs(IsaPath::Avx512, runtime_isa()); }
+
+KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::Store) {
+  KernelSpec s;
+  s.op = op;
+  s.wtype = TensorType::Q4_K;
+  s.atype = TensorType::Q8_K;
+  s.isa = IsaPath::Avx512;
+  s.mr = mr;
+  s.nr = nr;
+  s.k = k;
+  s.epilogue = ep;
+  return s;
+}
+
+// Runs kernel and reference on the whole (m x n) problem and requires identical bits.
+void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
+  const int64_t k = spec.k;
+  auto wq = random_q4k(n, k, seed);
+  PackedWeights w = repack_q4_K(wq.data(), n, k, 16, 2);
+  PackedWeights w2;
+  if (spec.op == Op::SwiGLU) {
+    auto uq = random_q4k(n, k, seed + 7);
+    w2 = repack_q4_K(uq.data(), n, k, 16, 2);
+  }
+  auto x = random_q8k(m, k, seed + 1);
+  std::vector<float> res(size_t(m * n));
+  for (size_t i = 0; i < res.size(); ++i) res[i] = float(int(i % 13) - 6) * 0.25f;
+  const int64_t ldy = (n + 3) * 4;  // padded rows: the kernel must honour ldy and not write past n
+  std::vector<float> yj(size_t(m * (n + 3)), -7.0f), yr(size_t(m * (n + 3)), -7.0f);
+  MatmulOperands op;
+  op.w = &w;
+  op.w2 = spec.op == Op::SwiGLU ? &w2 : nullptr;
+  op.x = x.data();
+  op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+  op.ldy = ldy;
+  op.r = res.data();
+  op.ldr = n * 4;
+  const auto& kern = global_code_cache().get(spec);
+  op.y = yj.data();
+  run_tile(kern, op, {0, m, 0, n});
+  op.y = yr.data();
+  run_tile_reference(spec, op, {0, m, 0, n});
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < yj.size(); ++i)
+    if (std::memcmp(&yj[i], &yr[i], 4) != 0 && mismatches++ < 5)
+      MESSAGE("mismatch at row " << i / (n + 3) << " col " << i % (n + 3) << ": jit " << yj[i] << " ref " << yr[i]);
+  CHECK_MESSAGE(mismatches == 0, spec.to_string() << " m=" << m << " n=" << n);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = n; c < n + 3; ++c) REQUIRE(yj[size_t(r * (n + 3) + c)] == -7.0f);
+}
+
+}  // namespace
+
+TEST_SUITE("jit") {
+  TEST_CASE("kernel spec round-trips through its text form and rejects bad specs") {
+    KernelSpec s = q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU);
+    s.m_min = 2;
+    s.kc = 4;
+    KernelSpec p = KernelSpec::parse(s.to_string());
+    CHECK(p == s);
+    CHECK(p.to_string() == s.to_string());
+    CHECK(KernelSpec::parse("op=gemm,k=256").k == 256);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=300"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,color=red"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,w=q4_K,a=q8_0"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=swiglu,k=256,nr=3,ep=swiglu"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,mr=x"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse(""), Error);
+  }
+
+  TEST_CASE("Q4_K repack is lossless for 16- and 8-row panels") {
+    for (int panel : {16, 8}) {
+      for (int64_t n : {1, 37, 64}) {
+        auto src = random_q4k(n, 512, uint32_t(n * panel));
+        PackedWeights w = repack_q4_K(src.data(), n, 512, panel, 3);
+        std::vector<BlockQ4_K> back(src.size());
+        unpack_q4_K(w, back.data());
+        CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(BlockQ4_K)) == 0);
+      }
+    }
+    std::vector<BlockQ4_K> one(1);
+    CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 300, 16, 1), Error);
+    CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 256, 12, 1), Error);
+  }
+
+  TEST_CASE("packed integer partial sums equal those of the original blocks") {
+    auto wq = random_q4k(5, 256, 11);
+    auto x = random_q8k(1, 256, 12);
+    PackedWeights w = repack_q4_K(wq.data(), 5, 256, 16, 1);
+    for (int l = 0; l < 5; ++l) {
+      const BlockQ4_K& b = wq[size_t(l)];
+      uint8_t sc[8], mn[8];
+      quant::unpack_k4_scales(b.scales, sc, mn);
+      int32_t S = 0, M = 0;
+      for (int e = 0; e < 256; ++e) {
+        int c = e / 64, r = e % 64;
+        int q = r < 32 ? (b.qs[32 * c + r] & 15) : (b.qs[32 * c + r - 32] >> 4);
+        S += sc[e / 32] * q * x[0].qs[e];
+      }
+      for (int g = 0; g < 16; ++g) M += mn[g / 2] * x[0].bsums[g];
+      Q4KPartials p = q4k_partials(w.panel_ptr(0), l, 16, &x[0]);
+      CHECK(p.S == S);
+      CHECK(p.M == M);
+      // Same value as llama.cpp's AVX2 vec_dot within float reordering noise.
+      GemmArgs a;
+      float y = 0;
+      a.w = w.panel_ptr(0);
+      a.x = x.data();
+      a.y = &y;
+      a.m = 1;
+      a.n = 1;
+      PackedWeights wl = repack_q4_K(&b, 1, 256, 16, 1);
+      a.w = wl.panel_ptr(0);
+      reference_kernel(q4k_spec(Op::Gemm, 1, 1, 256), &a);
+      float v = quant::vec_dot_q4_K_q8_K(&b, x.data(), 256);
+      CHECK(std::fabs(y - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("generated code pages are never writable and executable at once") {
+    const auto& k = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(k.size() > 0);
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    bool found = false;
+    auto addr = reinterpret_cast<uintptr_t>(k.entry());
+    while (std::getline(maps, line)) {
+      std::istringstream in(line);
+      std::string range, perms;
+      in >> range >> perms;
+      CHECK_MESSAGE(!(perms[1] == 'w' && perms[2] == 'x'), line);
+      auto dash = range.find('-');
+      uintptr_t lo = std::stoull(range.substr(0, dash), nullptr, 16), hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+      if (addr >= lo && addr < hi) {
+        found = true;
+        CHECK(perms.substr(0, 3) == "r-x");
+      }
+    }
+    CHECK(found);
+    CHECK(&global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256)) == &k);  // cached
+  }
+
+  TEST_CASE("describe_kernel names the spec and dumps the code") {
+    std::string d = describe_kernel("op=gemv,w=q4_K,a=q8_K,isa=avx512,mr=1,nr=4,k=512");
+    CHECK(d.find("op=gemv,w=q4_K") != std::string::npos);
+    CHECK(d.find("bytes") != std::string::npos);
+    CHECK(d.size() > 1000);
+    CHECK_THROWS_AS(describe_kernel("op=gemm,k=256,isa=avx2,w=q6_K,a=q8_0"), Error);
+  }
+
+  TEST_CASE("Q4_K GEMM avx512 equals its scalar twin bit for bit on odd shapes") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 53, 100}) check_matmul(q4k_spec(Op::Gemm, 4, 3, k), m, n, uint32_t(k + m * 7 + n));
+    check_matmul(q4k_spec(Op::Gemm, 6, 2, 256), 13, 70, 5);
+    check_matmul(q4k_spec(Op::Gemm, 4, 3, 256, Epilogue::ResidualAdd), 7, 61, 6);
+  }
+
+  TEST_CASE("Q4_K GEMV avx512 (M = 1 and small M) equals its scalar twin") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t m : {1, 2, 3})
+      for (int64_t n : {16, 77}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 4096), m, n, uint32_t(m + n));
+  }
+
+  TEST_CASE("fused Gate-Up SwiGLU avx512 equals its scalar twin") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t m : {1, 2, 3, 17})
+      for (int64_t n : {16, 45}) check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), m, n, uint32_t(m * n));
+    check_matmul(q4k_spec(Op::SwiGLU, 2, 4, 256, Epilogue::SwiGLU), 5, 80, 3);
+    CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::SwiGLU, 4, 4, 256, Epilogue::SwiGLU)), Error);
+  }
+}
+
+TEST_SUITE("slow") {
+  TEST_CASE("Q4_K GEMM and SwiGLU avx512 at M = 1028") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    check_matmul(q4k_spec(Op::Gemm, 4, 3, 4096), 1028, 21, 9);
+    check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU), 1028, 19, 10);
+  }
+}
