@@ -40,13 +40,13 @@ Q4KPartials q4k_partials(const uint8_t* blk, int l, int panel, const void* q8k) 
 
 namespace {
 
-float q4k_dot(const uint8_t* panel, int l, const uint8_t* xrow, int nb) {
-  const Q4KPanelLayout L{16};
+float q4k_dot(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb) {
+  const Q4KPanelLayout L{P};
   float acc = 0, accm = 0;
   for (int b = 0; b < nb; ++b) {
     const uint8_t* blk = panel + int64_t(b) * L.bytes();
     const auto* a = reinterpret_cast<const quant::BlockQ8_K*>(xrow) + b;
-    Q4KPartials p = q4k_partials(blk, l, 16, a);
+    Q4KPartials p = q4k_partials(blk, l, P, a);
     uint16_t d, dmin;
     std::memcpy(&d, blk + L.d() + 2 * l, 2);
     std::memcpy(&dmin, blk + L.dmin() + 2 * l, 2);
@@ -59,9 +59,8 @@ float q4k_dot(const uint8_t* panel, int l, const uint8_t* xrow, int nb) {
 }  // namespace
 
 void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
-  if (spec.wtype != TensorType::Q4_K || spec.isa == IsaPath::Avx2)
-    throw Error("reference_kernel: no reference for " + spec.to_string());
-  const int P = 16;
+  if (spec.wtype != TensorType::Q4_K) throw Error("reference_kernel: no reference for " + spec.to_string());
+  const int P = panel_cols(spec.isa);
   const int nb = int(spec.k / quant::QK_K);
   const int64_t ps = int64_t(nb) * Q4KPanelLayout{P}.bytes();
   for (int64_t m = 0; m < a->m; ++m) {
@@ -70,8 +69,8 @@ void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
     for (int64_t c = 0; c < a->n; ++c) {
       const int64_t off = (c / P) * ps;
       const int l = int(c % P);
-      float v = q4k_dot(a->w + off, l, xrow, nb);
-      if (spec.op == Op::SwiGLU) v = silu_mul_ref(v, q4k_dot(a->w2 + off, l, xrow, nb));
+      float v = q4k_dot(a->w + off, P, l, xrow, nb);
+      if (spec.op == Op::SwiGLU) v = silu_mul_ref(v, q4k_dot(a->w2 + off, P, l, xrow, nb));
       else if (spec.epilogue == Epilogue::ResidualAdd)
         v += reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a->r) + m * a->ldr)[c];
       yrow[c] = v;

@@ -50,13 +50,14 @@ std::vector<BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed) {
 }
 
 bool avx512_runs() { return isa_runs(IsaPath::Avx512, runtime_isa()); }
+bool avx2_runs() { return isa_runs(IsaPath::Avx2, runtime_isa()); }
 
-KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::Store) {
+KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::Store, IsaPath isa = IsaPath::Avx512) {
   KernelSpec s;
   s.op = op;
   s.wtype = TensorType::Q4_K;
   s.atype = TensorType::Q8_K;
-  s.isa = IsaPath::Avx512;
+  s.isa = isa;
   s.mr = mr;
   s.nr = nr;
   s.k = k;
@@ -68,11 +69,11 @@ KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::St
 void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
   const int64_t k = spec.k;
   auto wq = random_q4k(n, k, seed);
-  PackedWeights w = repack_q4_K(wq.data(), n, k, 16, 2);
+  PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(spec.isa), 2);
   PackedWeights w2;
   if (spec.op == Op::SwiGLU) {
     auto uq = random_q4k(n, k, seed + 7);
-    w2 = repack_q4_K(uq.data(), n, k, 16, 2);
+    w2 = repack_q4_K(uq.data(), n, k, panel_cols(spec.isa), 2);
   }
   auto x = random_q8k(m, k, seed + 1);
   std::vector<float> res(size_t(m * n));
@@ -221,6 +222,40 @@ TEST_SUITE("jit") {
       for (int64_t n : {16, 45}) check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), m, n, uint32_t(m * n));
     check_matmul(q4k_spec(Op::SwiGLU, 2, 4, 256, Epilogue::SwiGLU), 5, 80, 3);
     CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::SwiGLU, 4, 4, 256, Epilogue::SwiGLU)), Error);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q4_K GEMM, GEMV and SwiGLU avx2 equal their scalar twins (and the avx512 results)") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    const IsaPath a2 = IsaPath::Avx2;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 21, 100}) check_matmul(q4k_spec(Op::Gemm, 2, 2, k, Epilogue::Store, a2), m, n, uint32_t(k + m + n));
+    check_matmul(q4k_spec(Op::Gemm, 3, 1, 256, Epilogue::ResidualAdd, a2), 7, 29, 6);
+    for (int64_t m : {1, 2, 3}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 2048, Epilogue::Store, a2), m, 37, uint32_t(m));
+    for (int64_t m : {1, 2, 3, 17})
+      check_matmul(q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), m, 27, uint32_t(m * 5));
+    CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::Gemm, 4, 2, 256, Epilogue::Store, a2)), Error);
+  }
+
+  TEST_CASE("avx2 and avx512 Q4_K paths give bit-identical outputs") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    const int64_t m = 5, n = 40, k = 512;
+    auto wq = random_q4k(n, k, 77);
+    auto x = random_q8k(m, k, 78);
+    std::vector<float> y8(size_t(m * n)), y16(size_t(m * n));
+    for (IsaPath isa : {IsaPath::Avx2, IsaPath::Avx512}) {
+      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+      MatmulOperands op;
+      op.w = &w;
+      op.x = x.data();
+      op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+      op.y = isa == IsaPath::Avx2 ? y8.data() : y16.data();
+      op.ldy = n * 4;
+      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+    }
+    CHECK(std::memcmp(y8.data(), y16.data(), y8.size() * 4) == 0);
   }
 }
 
