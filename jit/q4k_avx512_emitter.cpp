@@ -12,206 +12,24 @@
 // y = acc − accm  [+ residual]   or, for SwiGLU, y = silu(g)·u with g, u computed as y.
 // High nibbles are masked with 0xF0 (value 16·q, still < 256) and low ones with 0x0F, so no shift
 // is needed; the sum is then 16·S, divided back exactly by an arithmetic shift.
-#include "jit/emitter.h"
+#include "jit/matmul_avx512_frame.h"
 #include "jit/packed_weights.h"
-#include "jit/silu_constants.h"
-#include "runtime/error.h"
 
 namespace ckjit::jit {
 namespace {
 
 using namespace Xbyak;
 
-constexpr int kQ8KBytes = sizeof(quant::BlockQ8_K);  // 292
-constexpr int kQ8KQs = 4, kQ8KBsums = 260;
-
-class Q4KAvx512 : public Emitter {
+class Q4KAvx512 : public MatmulAvx512Frame {
  public:
-  explicit Q4KAvx512(const KernelSpec& s) : Emitter(s), L_{16} {
-    swiglu_ = s.op == Op::SwiGLU;
-    mr_ = s.mr;
-    np_ = swiglu_ ? s.nr / 2 : s.nr;
-    nb_ = int(s.k / quant::QK_K);
-    ps_ = int64_t(nb_) * L_.bytes();
-    if (mr_ > 6) throw Error("q4_K avx512 kernel: mr must be <= 6");
-    if (2 * mr_ * s.nr + s.nr > 27) throw Error("q4_K avx512 kernel: mr*nr too large for 32 zmm registers");
-    if (ps_ * np_ > (int64_t(1) << 30)) throw Error("q4_K avx512 kernel: k too large");
+  explicit Q4KAvx512(const KernelSpec& s) : MatmulAvx512Frame(s, Q4KPanelLayout{16}.bytes(), quant::QK_K, true) {
     generate();
   }
 
  private:
-  Q4KPanelLayout L_;
-  bool swiglu_ = false;
-  int mr_ = 0, np_ = 0, nb_ = 0;
-  int64_t ps_ = 0;
-  Label consts_;
+  const Q4KPanelLayout L_{16};
 
-  // Stack frame: float accumulators acc/accm for every (row, stream), then locals.
-  int acc_bytes() const { return 2 * 6 * 4 * 64; }
-  int off_acc(int m, int st, int ns, bool mins) const { return ((mins ? 6 * 4 : 0) + m * ns + st) * 64; }
-  int off_ygroup() const { return acc_bytes(); }
-  int off_rgroup() const { return acc_bytes() + 8; }
-  int off_ldx_mr() const { return acc_bytes() + 16; }
-  int off_ldy_mr() const { return acc_bytes() + 24; }
-  int off_ldr_mr() const { return acc_bytes() + 32; }
-  int off_ldy() const { return acc_bytes() + 40; }
-  int off_ldr() const { return acc_bytes() + 48; }
-  int frame() const { return acc_bytes() + 64; }
-
-  // Register roles. rdi args, r15/rbx weight group bases (gate/up), r14 x of the m-block, rax y of
-  // the tile, rbp residual of the tile, r12 rows left, r13 panels left, r11 ldx; inside a body
-  // rsi/r8 stream bases, r9/r10 activation rows 0 and 3, ecx super-block counter.
-  Zmm T(int m, int st, int ns) const { return Zmm(m * ns + st); }
-  Zmm S(int m, int st, int ns) const { return Zmm(mr_ * ns + m * ns + st); }
-  Zmm W(int st, int ns) const { return Zmm(2 * mr_ * ns + st); }
-  const Zmm zD{27}, zF{28}, zA{29}, zLo{30}, zHi{31};
-
-  RegExp stream(int st, int64_t off) const {
-    if (!swiglu_) return rsi + int(st * ps_ + off);
-    return (st % 2 == 0 ? rsi : r8) + int((st / 2) * ps_ + off);
-  }
-  RegExp xrow(int m, int off) const {
-    const Reg64& base = m < 3 ? r9 : r10;
-    switch (m % 3) {
-      case 0: return base + off;
-      case 1: return base + r11 + off;
-      default: return base + r11 * 2 + off;
-    }
-  }
-  Address cst(int index) { return ptr_b[rip + consts_ + index * 4]; }
-  Address cst_scalar(int index) { return ptr[rip + consts_ + index * 4]; }
-
-  void generate() {
-    const Reg64 args = rdi;
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, frame());
-    mov(r11, ptr[args + 24]);
-    mov(rax, ptr[args + 32]);
-    mov(ptr[rsp + off_ygroup()], rax);
-    mov(rax, ptr[args + 48]);
-    mov(ptr[rsp + off_rgroup()], rax);
-    mov(rax, r11);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldx_mr()], rax);
-    mov(rax, ptr[args + 40]);
-    mov(ptr[rsp + off_ldy()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldy_mr()], rax);
-    mov(rax, ptr[args + 56]);
-    mov(ptr[rsp + off_ldr()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldr_mr()], rax);
-    mov(r15, ptr[args + 0]);
-    mov(rbx, ptr[args + 8]);
-    // k2 = store mask of the panel holding column n-1; r13 = panels to do.
-    mov(rax, ptr[args + 72]);
-    mov(ecx, eax);
-    and_(ecx, 15);
-    mov(edx, 1);
-    shl(edx, cl);
-    dec(edx);
-    mov(r8d, 0xFFFF);
-    test(ecx, ecx);
-    cmovz(edx, r8d);
-    kmovw(k2, edx);
-    lea(r13, ptr[rax + 15]);
-    shr(r13, 4);
-    vpbroadcastd(zLo, cst_scalar(0));
-    vpbroadcastd(zHi, cst_scalar(1));
-
-    Label done, group;
-    L(group);
-    cmp(r13, np_);
-    Label tails;
-    jl(tails, T_NEAR);
-    {
-      Label not_last, go;
-      kxnorw(k3, k3, k3);
-      jne(not_last);
-      kmovw(k3, k2);
-      L(not_last);
-      emit_mloop(np_);
-      add(r15, int(np_ * ps_));
-      add(rbx, int(np_ * ps_));
-      add(qword[rsp + off_ygroup()], np_ * 64);
-      add(qword[rsp + off_rgroup()], np_ * 64);
-      sub(r13, np_);
-      jmp(group, T_NEAR);
-    }
-    L(tails);
-    for (int np = np_ - 1; np >= 1; --np) {
-      Label next;
-      cmp(r13, np);
-      jne(next, T_NEAR);
-      kmovw(k3, k2);
-      emit_mloop(np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
-    vzeroupper();
-    add(rsp, frame());
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
-    ret();
-    emit_constants();
-  }
-
-  void emit_constants() {
-    align(64);
-    L(consts_);
-    const float f[] = {kLog2e, kLn2Hi, kLn2Lo, kExpLo, kExpHi, 1.0f};
-    dd(0x0F0F0F0F);  // 0
-    dd(0xF0F0F0F0);  // 1
-    dd(0x00010001);  // 2
-    for (float v : f) dd(std::bit_cast<uint32_t>(v));         // 3..8
-    for (float v : kExpPoly) dd(std::bit_cast<uint32_t>(v));  // 9..16
-  }
-
-  // Rows loop of one column group of np output panels.
-  void emit_mloop(int np) {
-    mov(r12, ptr[rdi + 64]);
-    mov(r14, ptr[rdi + 16]);
-    mov(rax, ptr[rsp + off_ygroup()]);
-    mov(rbp, ptr[rsp + off_rgroup()]);
-    Label loop, tails, done;
-    L(loop);
-    cmp(r12, mr_);
-    jl(tails, T_NEAR);
-    emit_body(mr_, np);
-    add(r14, ptr[rsp + off_ldx_mr()]);
-    add(rax, ptr[rsp + off_ldy_mr()]);
-    add(rbp, ptr[rsp + off_ldr_mr()]);
-    sub(r12, mr_);
-    jmp(loop, T_NEAR);
-    L(tails);
-    for (int mr = mr_ - 1; mr >= 1; --mr) {
-      Label next;
-      cmp(r12, mr);
-      jne(next, T_NEAR);
-      emit_body(mr, np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
-  }
-
-  // One mr x np micro-tile over the whole K.
-  void emit_body(int mr, int np) {
-    const int ns = swiglu_ ? 2 * np : np;
-    mov(rsi, r15);
-    mov(r8, rbx);
-    mov(r9, r14);
-    lea(r10, ptr[r11 + r11 * 2]);
-    add(r10, r9);
-    mov(ecx, nb_);
-    vpxord(zA, zA, zA);
-    for (int m = 0; m < mr; ++m)
-      for (int st = 0; st < ns; ++st) {
-        vmovups(ptr[rsp + off_acc(m, st, ns, false)], zA);
-        vmovups(ptr[rsp + off_acc(m, st, ns, true)], zA);
-      }
-    Label sb;
-    L(sb);
+  void emit_superblock(int mr, int ns) override {
     for (int s = 0; s < 8; ++s) {
       const Zmm& mask = s % 2 == 0 ? zLo : zHi;
       for (int m = 0; m < mr; ++m)
@@ -250,87 +68,8 @@ class Q4KAvx512 : public Emitter {
       for (int m = 0; m < mr; ++m)
         for (int st = 0; st < ns; ++st) vpdpwssd(T(m, st, ns), W(st, ns), ptr_b[xrow(m, kQ8KBsums + 4 * s)]);
     }
-    emit_float_update(mr, ns, false);
-    emit_float_update(mr, ns, true);
-    add(rsi, int(L_.bytes()));
-    add(r8, int(L_.bytes()));
-    add(r9, kQ8KBytes);
-    add(r10, kQ8KBytes);
-    dec(ecx);
-    jnz(sb, T_NEAR);
-    emit_epilogue(mr, np, ns);
-  }
-
-  // acc = fma(float(S), f16(d)*D, acc) (or accm with M and dmin), accumulators on the stack.
-  void emit_float_update(int mr, int ns, bool mins) {
-    for (int st = 0; st < ns; ++st) vcvtph2ps(W(st, ns), ptr[stream(st, mins ? L_.dmin() : L_.d())]);
-    for (int m = 0; m < mr; ++m) {
-      vbroadcastss(zD, ptr[xrow(m, 0)]);
-      for (int st = 0; st < ns; ++st) {
-        Zmm v = mins ? T(m, st, ns) : S(m, st, ns);
-        int off = off_acc(m, st, ns, mins);
-        vmulps(zF, W(st, ns), zD);
-        vcvtdq2ps(v, v);
-        vmovups(zA, ptr[rsp + off]);
-        vfmadd231ps(zA, v, zF);
-        vmovups(ptr[rsp + off], zA);
-      }
-    }
-  }
-
-  // value of (row m, stream st) = acc - accm, into z.
-  void load_result(const Zmm& z, int m, int st, int ns) {
-    vmovups(z, ptr[rsp + off_acc(m, st, ns, false)]);
-    vsubps(z, z, ptr[rsp + off_acc(m, st, ns, true)]);
-  }
-
-  void emit_epilogue(int mr, int np, int ns) {
-    mov(rdx, rax);
-    mov(rsi, rbp);
-    for (int m = 0; m < mr; ++m) {
-      for (int q = 0; q < np; ++q) {
-        const bool last = q == np - 1;
-        const Zmm y = Zmm(0), u = Zmm(1);
-        if (swiglu_) {
-          load_result(y, m, 2 * q, ns);
-          load_result(u, m, 2 * q + 1, ns);
-          emit_silu_mul(y, u);
-        } else {
-          load_result(y, m, q, ns);
-          if (spec_.epilogue == Epilogue::ResidualAdd) {
-            if (last) vmovups(Zmm(2) | k3 | T_z, ptr[rsi + q * 64]);
-            else vmovups(Zmm(2), ptr[rsi + q * 64]);
-            vaddps(y, y, Zmm(2));
-          }
-        }
-        if (last) vmovups(ptr[rdx + q * 64] | k3, y);
-        else vmovups(ptr[rdx + q * 64], y);
-      }
-      if (m + 1 < mr) {
-        add(rdx, ptr[rsp + off_ldy()]);
-        if (spec_.epilogue == Epilogue::ResidualAdd) add(rsi, ptr[rsp + off_ldr()]);
-      }
-    }
-  }
-
-  // g <- (g / (1 + exp(-g))) * u, the order of silu_constants.h. Uses zmm2..zmm5.
-  void emit_silu_mul(const Zmm& g, const Zmm& u) {
-    const Zmm x(2), n(3), r(4), p(5);
-    vxorps(x, x, x);
-    vsubps(x, x, g);  // -g exactly
-    vmaxps(x, x, cst(6));
-    vminps(x, x, cst(7));
-    vmulps(n, x, cst(3));
-    vrndscaleps(n, n, 0);  // round half to even
-    vmovaps(r, x);
-    vfnmadd231ps(r, n, cst(4));  // r = x - n*ln2_hi == fma(n, -ln2_hi, x)
-    vfnmadd231ps(r, n, cst(5));  // r = fma(n, -ln2_lo, r)
-    vbroadcastss(p, ptr[rip + consts_ + 9 * 4]);
-    for (int i = 1; i < 8; ++i) vfmadd213ps(p, r, cst(9 + i));  // p = p*r + c
-    vscalefps(p, p, n);
-    vaddps(p, p, cst(8));  // 1 + exp(-g)
-    vdivps(g, g, p);
-    vmulps(g, g, u);
+    emit_float_update(mr, ns, false, L_.d());
+    emit_float_update(mr, ns, true, L_.dmin());
   }
 };
 

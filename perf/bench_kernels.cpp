@@ -33,6 +33,7 @@ struct Options {
   std::string prefill_blocks = "mr=6,nr=2";  // register block of the prefill SwiGLU kernel
   std::string decode_blocks = "mr=1,nr=4";
   std::string only;
+  bool ggml = true;
   std::string ggml_dir = std::string(CKJIT_SOURCE_DIR) + "/.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64";
 };
 
@@ -267,10 +268,11 @@ int main(int argc, char** argv) {
     } else if (a == "--runs") o.runs = std::max(1, std::stoi(next()));
     else if (a == "--mb") o.mb = std::max(1, std::stoi(next()));
     else if (a == "--only") o.only = next();
+    else if (a == "--no-ggml") o.ggml = false;
     else if (a == "--prefill-blocks") o.prefill_blocks = next();
     else if (a == "--decode-blocks") o.decode_blocks = next();
     else if (a == "--ggml-dir") o.ggml_dir = next();
-    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|decode] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4] [--ggml-dir DIR]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4] [--ggml-dir DIR]\n"); return 2; }
   }
   if (!isa_runs(IsaPath::Avx512, runtime_isa())) {
     std::printf("this benchmark times the AVX-512 VNNI kernels; this CPU (or CKJIT_MAX_ISA) does not allow them\n");
@@ -287,7 +289,7 @@ int main(int argc, char** argv) {
     std::printf("measured %d thread%s: vpdpbusd zmm peak %.1f GMAC/s (best with %d accumulators), DRAM read %.1f GB/s\n",
                 nt, nt > 1 ? "s" : " ", p.gmacs, p.accs, dram[nt]);
   }
-  Ggml ggml(o.ggml_dir, {"zen4", "icelake", "skylakex", "haswell", "x64"});
+  Ggml ggml(o.ggml ? o.ggml_dir : std::string("(disabled)"), {"zen4", "icelake", "skylakex", "haswell", "x64"});
   Ggml* gg = ggml.ok() ? &ggml : nullptr;
   std::printf("ggml: %s\n", gg ? ("libggml-cpu-" + ggml.variant() + ".so from " + o.ggml_dir).c_str()
                                 : ("not available (" + ggml.error() + ")").c_str());
