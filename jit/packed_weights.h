@@ -48,11 +48,27 @@ struct Q4KPanelLayout {
   int64_t bytes() const { return 148 * P; }
 };
 
+// Q6_K panel super-block, P = panel rows:
+//   u[64][P][4]     at 0:      quad j, row l: the unsigned 6-bit quants (0..63) of elements
+//                              4j..4j+3, one byte each (ql/qh bits recombined)
+//   scp[8][P][2]    at 256P:   signed 8-bit scales of sub-blocks 2i and 2i+1, as a pair per row
+//   d[P]            at 272P:   f16 super-block scale; 280P bytes in all (padding to 64 bytes)
+struct Q6KPanelLayout {
+  int P;
+  int64_t u(int j) const { return int64_t(j) * P * 4; }
+  int64_t scp(int i) const { return 256 * P + i * P * 2; }
+  int64_t d() const { return 272 * P; }
+  int64_t bytes() const { return 280 * P; }
+};
+
 // Repacks n rows of k elements of Q4_K (row-major blocks) using up to `threads` worker threads.
 // Throws ckjit::Error for bad shapes (k not a multiple of 256, panel not 8 or 16).
 PackedWeights repack_q4_K(const quant::BlockQ4_K* src, int64_t n, int64_t k, int panel, int threads);
 // Inverse of repack_q4_K: writes the n*k/256 original blocks.
 void unpack_q4_K(const PackedWeights& w, quant::BlockQ4_K* dst);
+
+PackedWeights repack_q6_K(const quant::BlockQ6_K* src, int64_t n, int64_t k, int panel, int threads);
+void unpack_q6_K(const PackedWeights& w, quant::BlockQ6_K* dst);
 
 // Runs fn(begin, end) over [0, count) split into contiguous ranges on up to `threads` threads.
 void parallel_ranges(int64_t count, int threads, const std::function<void(int64_t, int64_t)>& fn);

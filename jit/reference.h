@@ -13,6 +13,11 @@ void reference_kernel(const KernelSpec& spec, const GemmArgs* args);
 struct Q4KPartials { int32_t S, M; };
 Q4KPartials q4k_partials(const uint8_t* panel_block, int row_in_panel, int panel, const void* q8k_block);
 
+// One weight row (row l of a panel of P rows) times one activation row over nb blocks, in the
+// kernel's documented float order.
+float ref_dot_q4k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
+float ref_dot_q6k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
+
 // silu(g)*u in the order of silu_constants.h.
 float silu_mul_ref(float g, float u);
 

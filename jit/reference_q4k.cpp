@@ -4,21 +4,9 @@
 
 #include "jit/packed_weights.h"
 #include "jit/reference.h"
-#include "jit/silu_constants.h"
 #include "runtime/error.h"
 
 namespace ckjit::jit {
-
-float silu_mul_ref(float g, float u) {
-  float x = std::fmin(std::fmax(-g, kExpLo), kExpHi);
-  float n = std::nearbyint(x * kLog2e);
-  float r = std::fma(n, -kLn2Hi, x);
-  r = std::fma(n, -kLn2Lo, r);
-  float p = kExpPoly[0];
-  for (int i = 1; i < 8; ++i) p = std::fma(p, r, kExpPoly[i]);
-  float e = std::ldexp(p, int(n));
-  return (g / (1.0f + e)) * u;
-}
 
 Q4KPartials q4k_partials(const uint8_t* blk, int l, int panel, const void* q8k) {
   const Q4KPanelLayout L{panel};
@@ -38,9 +26,7 @@ Q4KPartials q4k_partials(const uint8_t* blk, int l, int panel, const void* q8k) 
   return {S, M};
 }
 
-namespace {
-
-float q4k_dot(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb) {
+float ref_dot_q4k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb) {
   const Q4KPanelLayout L{P};
   float acc = 0, accm = 0;
   for (int b = 0; b < nb; ++b) {
@@ -54,28 +40,6 @@ float q4k_dot(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb) {
     accm = std::fma(float(p.M), quant::f16_to_f32(dmin) * a->d, accm);
   }
   return acc - accm;
-}
-
-}  // namespace
-
-void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
-  if (spec.wtype != TensorType::Q4_K) throw Error("reference_kernel: no reference for " + spec.to_string());
-  const int P = panel_cols(spec.isa);
-  const int nb = int(spec.k / quant::QK_K);
-  const int64_t ps = int64_t(nb) * Q4KPanelLayout{P}.bytes();
-  for (int64_t m = 0; m < a->m; ++m) {
-    const uint8_t* xrow = static_cast<const uint8_t*>(a->x) + m * a->ldx;
-    float* yrow = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a->y) + m * a->ldy);
-    for (int64_t c = 0; c < a->n; ++c) {
-      const int64_t off = (c / P) * ps;
-      const int l = int(c % P);
-      float v = q4k_dot(a->w + off, P, l, xrow, nb);
-      if (spec.op == Op::SwiGLU) v = silu_mul_ref(v, q4k_dot(a->w2 + off, P, l, xrow, nb));
-      else if (spec.epilogue == Epilogue::ResidualAdd)
-        v += reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a->r) + m * a->ldr)[c];
-      yrow[c] = v;
-    }
-  }
 }
 
 }  // namespace ckjit::jit

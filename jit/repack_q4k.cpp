@@ -21,7 +21,7 @@ void parallel_ranges(int64_t count, int threads, const std::function<void(int64_
   for (auto& th : pool) th.join();
 }
 
-namespace {
+namespace detail {
 
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes) {
   if (panel != 8 && panel != 16) throw Error("repack: panel must be 8 or 16 rows");
@@ -43,11 +43,11 @@ PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t
   return w;
 }
 
-}  // namespace
+}  // namespace detail
 
 PackedWeights repack_q4_K(const quant::BlockQ4_K* src, int64_t n, int64_t k, int panel, int threads) {
   const Q4KPanelLayout L{panel};
-  PackedWeights w = allocate(TensorType::Q4_K, n, k, panel, L.bytes());
+  PackedWeights w = detail::allocate(TensorType::Q4_K, n, k, panel, L.bytes());
   const int64_t nb = k / quant::QK_K;
   parallel_ranges(w.n_panels, threads, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {

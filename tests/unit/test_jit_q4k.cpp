@@ -37,6 +37,30 @@ std::vector<BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
   return v;
 }
 
+std::vector<quant::BlockQ6_K> random_q6k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ6_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    for (auto& q : b.ql) q = uint8_t(byte(rng));
+    for (auto& q : b.qh) q = uint8_t(byte(rng));
+    for (auto& s : b.scales) s = int8_t(byte(rng) - 128);
+    b.d = quant::f32_to_f16(scale(rng));
+  }
+  return v;
+}
+
+// Random weights of the spec's type, repacked for its ISA.
+PackedWeights random_packed(const KernelSpec& spec, int64_t n, int64_t k, uint32_t seed) {
+  if (spec.wtype == TensorType::Q6_K) {
+    auto q = random_q6k(n, k, seed);
+    return repack_q6_K(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
+  auto q = random_q4k(n, k, seed);
+  return repack_q4_K(q.data(), n, k, panel_cols(spec.isa), 2);
+}
+
 std::vector<BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -68,13 +92,9 @@ KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::St
 // Runs kernel and reference on the whole (m x n) problem and requires identical bits.
 void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
   const int64_t k = spec.k;
-  auto wq = random_q4k(n, k, seed);
-  PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(spec.isa), 2);
+  PackedWeights w = random_packed(spec, n, k, seed);
   PackedWeights w2;
-  if (spec.op == Op::SwiGLU) {
-    auto uq = random_q4k(n, k, seed + 7);
-    w2 = repack_q4_K(uq.data(), n, k, panel_cols(spec.isa), 2);
-  }
+  if (spec.op == Op::SwiGLU) w2 = random_packed(spec, n, k, seed + 7);
   auto x = random_q8k(m, k, seed + 1);
   std::vector<float> res(size_t(m * n));
   for (size_t i = 0; i < res.size(); ++i) res[i] = float(int(i % 13) - 6) * 0.25f;
@@ -256,6 +276,50 @@ TEST_SUITE("jit") {
       run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
     }
     CHECK(std::memcmp(y8.data(), y16.data(), y8.size() * 4) == 0);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q6_K repack is lossless") {
+    for (int panel : {16, 8}) {
+      auto src = random_q6k(21, 512, uint32_t(panel));
+      PackedWeights w = repack_q6_K(src.data(), 21, 512, panel, 2);
+      std::vector<quant::BlockQ6_K> back(src.size());
+      unpack_q6_K(w, back.data());
+      CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ6_K)) == 0);
+    }
+  }
+
+  TEST_CASE("Q6_K reference equals llama.cpp's vec_dot within float reordering") {
+    auto wq = random_q6k(3, 1024, 5);
+    auto x = random_q8k(1, 1024, 6);
+    PackedWeights w = repack_q6_K(wq.data(), 3, 1024, 16, 1);
+    for (int l = 0; l < 3; ++l) {
+      float r = ref_dot_q6k(w.panel_ptr(0), 16, l, reinterpret_cast<const uint8_t*>(x.data()), 4);
+      float v = quant::vec_dot_q6_K_q8_K(wq.data() + 4 * l, x.data(), 1024);
+      CHECK(std::fabs(r - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("Q6_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = TensorType::Q6_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {7, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 40, 2);
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = TensorType::Q6_K;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = TensorType::Q6_K;
+    check_matmul(sw, 7, 33, 4);
   }
 }
 
