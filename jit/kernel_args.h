@@ -28,3 +28,21 @@ static_assert(offsetof(GemmArgs, w) == 0 && offsetof(GemmArgs, w2) == 8 && offse
 using GemmFn = void (*)(const GemmArgs*);
 
 }  // namespace ckjit::jit
+
+namespace ckjit::jit {
+
+// Arguments of a generated activation quantizer: `rows` rows of spec.k floats to Q8_K (or Q8_0)
+// blocks.
+struct QuantizeArgs {
+  const float* x = nullptr;
+  void* y = nullptr;
+  int64_t rows = 0;
+  int64_t ldx = 0;  // bytes between source rows
+  int64_t ldy = 0;  // bytes between destination rows
+};
+static_assert(offsetof(QuantizeArgs, x) == 0 && offsetof(QuantizeArgs, y) == 8 && offsetof(QuantizeArgs, rows) == 16 &&
+              offsetof(QuantizeArgs, ldx) == 24 && offsetof(QuantizeArgs, ldy) == 32);
+
+using QuantizeFn = void (*)(const QuantizeArgs*);
+
+}  // namespace ckjit::jit

@@ -112,8 +112,8 @@ void KernelSpec::validate() const {
     if (mr < 1 || mr > 8) fail("mr must be 1..8");
     if (nr < 1 || nr > 4) fail("nr must be 1..4");
     if (op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
-    if (k <= 0) fail("k must be given (k > 0)");
   }
+  if (k <= 0) fail("k must be given (k > 0)");
   int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
   if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));
   if (kc < 0 || nc < 0) fail("negative cache block");
