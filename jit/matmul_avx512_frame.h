@@ -167,6 +167,7 @@ class MatmulAvx512Frame : public Emitter {
     dd(0x00010001);  // 2
     for (float v : f) dd(std::bit_cast<uint32_t>(v));         // 3..8
     for (float v : kExpPoly) dd(std::bit_cast<uint32_t>(v));  // 9..16
+    dd(0x80808080);  // 17
   }
 
   // Rows loop of one column group of np output panels.
@@ -226,6 +227,8 @@ class MatmulAvx512Frame : public Emitter {
 
   // Bytes of one activation block (Q8_K super-block by default).
   virtual int act_block_bytes() const { return kQ8KBytes; }
+  // Broadcasts the activation block scale D of row m (Q8_K: the f32 at offset 0).
+  virtual void emit_load_act_scale(const Zmm& z, int m) { vbroadcastss(z, ptr[xrow(m, 0)]); }
 
   // acc = fma(float(v), f16(d)*D, acc) for every (row, stream), v = S registers (or T with mins,
   // into the min accumulator); d: f16 per column at d_off in the panel block; D: the f32 at
@@ -233,7 +236,7 @@ class MatmulAvx512Frame : public Emitter {
   void emit_float_update(int mr, int ns, bool mins, int64_t d_off) {
     for (int st = 0; st < ns; ++st) vcvtph2ps(W(st, ns), ptr[stream(st, d_off)]);
     for (int m = 0; m < mr; ++m) {
-      vbroadcastss(zD, ptr[xrow(m, 0)]);
+      emit_load_act_scale(zD, m);
       for (int st = 0; st < ns; ++st) {
         Zmm v = mins ? T(m, st, ns) : S(m, st, ns);
         int off = off_acc(m, st, ns, mins);

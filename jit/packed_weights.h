@@ -67,6 +67,22 @@ PackedWeights repack_q4_K(const quant::BlockQ4_K* src, int64_t n, int64_t k, int
 // Inverse of repack_q4_K: writes the n*k/256 original blocks.
 void unpack_q4_K(const PackedWeights& w, quant::BlockQ4_K* dst);
 
+// Q8_0 panel block (32 elements), P = panel rows:
+//   qs[8][P][4]  at 0:    quad j, row l: int8 quants of elements 4j..4j+3
+//   d[P]         at 32P:  f16 block scale
+//   wsum[P]      at 34P:  int32 Σ qs of the row's block (derived, for the unsigned-activation bias)
+//   40P bytes in all (padding)
+struct Q80PanelLayout {
+  int P;
+  int64_t qs(int j) const { return int64_t(j) * P * 4; }
+  int64_t d() const { return 32 * P; }
+  int64_t wsum() const { return 34 * P; }
+  int64_t bytes() const { return 40 * P; }
+};
+
+PackedWeights repack_q8_0(const quant::BlockQ8_0* src, int64_t n, int64_t k, int panel, int threads);
+void unpack_q8_0(const PackedWeights& w, quant::BlockQ8_0* dst);
+
 PackedWeights repack_q6_K(const quant::BlockQ6_K* src, int64_t n, int64_t k, int panel, int threads);
 void unpack_q6_K(const PackedWeights& w, quant::BlockQ6_K* dst);
 

@@ -22,11 +22,12 @@ float silu_mul_ref(float g, float u) {
 
 void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
   const int P = panel_cols(spec.isa);
-  const int nb = int(spec.k / quant::QK_K);
+  const int nb = int(spec.k / (spec.wtype == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K));
   float (*dot)(const uint8_t*, int, int, const uint8_t*, int) = nullptr;
   int64_t block_bytes = 0;
   if (spec.wtype == TensorType::Q4_K) dot = ref_dot_q4k, block_bytes = Q4KPanelLayout{P}.bytes();
   else if (spec.wtype == TensorType::Q6_K) dot = ref_dot_q6k, block_bytes = Q6KPanelLayout{P}.bytes();
+  else if (spec.wtype == TensorType::Q8_0) dot = ref_dot_q80, block_bytes = Q80PanelLayout{P}.bytes();
   else throw Error("reference_kernel: no reference for " + spec.to_string());
   const int64_t ps = int64_t(nb) * block_bytes;
   for (int64_t m = 0; m < a->m; ++m) {

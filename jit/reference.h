@@ -17,6 +17,7 @@ Q4KPartials q4k_partials(const uint8_t* panel_block, int row_in_panel, int panel
 // kernel's documented float order.
 float ref_dot_q4k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
 float ref_dot_q6k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
+float ref_dot_q80(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
 
 // silu(g)*u in the order of silu_constants.h.
 float silu_mul_ref(float g, float u);

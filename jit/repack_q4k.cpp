@@ -25,8 +25,9 @@ namespace detail {
 
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes) {
   if (panel != 8 && panel != 16) throw Error("repack: panel must be 8 or 16 rows");
-  if (n <= 0 || k <= 0 || k % quant::QK_K != 0)
-    throw Error("repack: need n > 0 rows and k a positive multiple of 256, got n=" + std::to_string(n) +
+  const int64_t kb = type == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K;
+  if (n <= 0 || k <= 0 || k % kb != 0)
+    throw Error("repack: need n > 0 rows and k a positive multiple of " + std::to_string(kb) + ", got n=" + std::to_string(n) +
                 " k=" + std::to_string(k));
   PackedWeights w;
   w.type = type;
@@ -35,7 +36,7 @@ PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t
   w.panel = panel;
   w.n_panels = (n + panel - 1) / panel;
   w.block_bytes = block_bytes;
-  w.panel_stride = block_bytes * (k / quant::QK_K);
+  w.panel_stride = block_bytes * (k / kb);
   size_t bytes = size_t(w.n_panels * w.panel_stride);
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw Error("repack: out of memory for " + std::to_string(bytes) + " bytes");

@@ -51,8 +51,24 @@ std::vector<quant::BlockQ6_K> random_q6k(int64_t n, int64_t k, uint32_t seed) {
   return v;
 }
 
+std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ8_0> v(size_t(n * k / 32));
+  for (auto& b : v) {
+    for (auto& q : b.qs) q = int8_t(byte(rng) - 128);
+    b.d = quant::f32_to_f16(scale(rng));
+  }
+  return v;
+}
+
 // Random weights of the spec's type, repacked for its ISA.
 PackedWeights random_packed(const KernelSpec& spec, int64_t n, int64_t k, uint32_t seed) {
+  if (spec.wtype == TensorType::Q8_0) {
+    auto q = random_q80(n, k, seed);
+    return repack_q8_0(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
   if (spec.wtype == TensorType::Q6_K) {
     auto q = random_q6k(n, k, seed);
     return repack_q6_K(q.data(), n, k, panel_cols(spec.isa), 2);
@@ -95,7 +111,24 @@ void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
   PackedWeights w = random_packed(spec, n, k, seed);
   PackedWeights w2;
   if (spec.op == Op::SwiGLU) w2 = random_packed(spec, n, k, seed + 7);
-  auto x = random_q8k(m, k, seed + 1);
+  std::vector<BlockQ8_K> xk;
+  std::vector<quant::BlockQ8_0> x0;
+  const void* xp = nullptr;
+  int64_t ldx = 0;
+  if (spec.atype == TensorType::Q8_0) {
+    std::mt19937 rng(seed + 1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> xf(size_t(m * k));
+    for (auto& f : xf) f = nd(rng);
+    x0.resize(size_t(m * k / 32));
+    for (int64_t r = 0; r < m; ++r) quant::quantize_row_q8_0_x86(xf.data() + r * k, x0.data() + r * (k / 32), k);
+    xp = x0.data();
+    ldx = k / 32 * int64_t(sizeof(quant::BlockQ8_0));
+  } else {
+    xk = random_q8k(m, k, seed + 1);
+    xp = xk.data();
+    ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+  }
   std::vector<float> res(size_t(m * n));
   for (size_t i = 0; i < res.size(); ++i) res[i] = float(int(i % 13) - 6) * 0.25f;
   const int64_t ldy = (n + 3) * 4;  // padded rows: the kernel must honour ldy and not write past n
@@ -103,8 +136,8 @@ void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
   MatmulOperands op;
   op.w = &w;
   op.w2 = spec.op == Op::SwiGLU ? &w2 : nullptr;
-  op.x = x.data();
-  op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+  op.x = xp;
+  op.ldx = ldx;
   op.ldy = ldy;
   op.r = res.data();
   op.ldr = n * 4;
@@ -320,6 +353,47 @@ TEST_SUITE("jit") {
     KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
     sw.wtype = TensorType::Q6_K;
     check_matmul(sw, 7, 33, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q8_0 repack is lossless") {
+    auto src = random_q80(19, 96, 4);
+    PackedWeights w = repack_q8_0(src.data(), 19, 96, 16, 2);
+    std::vector<quant::BlockQ8_0> back(src.size());
+    unpack_q8_0(w, back.data());
+    CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ8_0)) == 0);
+  }
+
+  TEST_CASE("Q8_0 avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = g.atype = TensorType::Q8_0;
+    for (int64_t k : {32, 256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {9, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 40, 2);
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = v.atype = TensorType::Q8_0;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = sw.atype = TensorType::Q8_0;
+    check_matmul(sw, 7, 33, 4);
+    // The reference itself against llama.cpp's vec_dot (different float order: tolerance).
+    auto wq = random_q80(1, 256, 8);
+    std::vector<float> xf(256, 0.0f);
+    for (int i = 0; i < 256; ++i) xf[size_t(i)] = float((i * 37) % 19) - 9.0f;
+    std::vector<quant::BlockQ8_0> xq(8);
+    quant::quantize_row_q8_0_x86(xf.data(), xq.data(), 256);
+    PackedWeights w = repack_q8_0(wq.data(), 1, 256, 16, 1);
+    float r = ref_dot_q80(w.panel_ptr(0), 16, 0, reinterpret_cast<const uint8_t*>(xq.data()), 8);
+    float vd = quant::vec_dot_q8_0_q8_0(wq.data(), xq.data(), 256);
+    CHECK(std::fabs(r - vd) <= 1e-5f * (1.0f + std::fabs(vd)));
   }
 }
 
