@@ -1,0 +1,80 @@
+// Q4_K x Q8_K matmul on AVX-512 VNNI (zmm): GEMM, GEMV and fused Gate-Up SwiGLU.
+//
+// Each zmm lane is one weight row (output column); vpdpbusd multiplies the row's 4 unsigned
+// quants by 4 signed activation quants broadcast to all lanes. Per 32-element sub-block the
+// integer sum T is scaled in the integer domain (vpmulld by the 6-bit scale, low-nibble
+// sub-blocks by 16*sc since their nibble is used in place as 16*q: see below) and added into S;
+// once per super-block S is converted to float. Float order per super-block (== llama.cpp's
+// repacked gemv, quants.md §8.6):
+//   S = Σ_s sc_s·dot32(q_s, r_s)   M = Σ_s mn_s·(bsums[2s] + bsums[2s+1])   (exact int32)
+//   acc  = fma(float(S), f16(d)·D,    acc)
+//   accm = fma(float(M), f16(dmin)·D, accm)
+// y = acc − accm  [+ residual]   or, for SwiGLU, y = silu(g)·u with g, u computed as y.
+// High nibbles are masked with 0xF0 (value 16·q, still < 256) and low ones with 0x0F, so no shift
+// is needed; the sum is then 16·S, divided back exactly by an arithmetic shift.
+#include "jit/matmul_avx512_frame.h"
+#include "jit/packed_weights.h"
+
+namespace ckjit::jit {
+namespace {
+
+using namespace Xbyak;
+
+class Q4KAvx512 : public MatmulAvx512Frame {
+ public:
+  explicit Q4KAvx512(const KernelSpec& s) : MatmulAvx512Frame(s, Q4KPanelLayout{16}.bytes(), quant::QK_K, true) {
+    generate();
+  }
+
+ private:
+  const Q4KPanelLayout L_{16};
+
+  void emit_superblock(int mr, int ns) override {
+    for (int s = 0; s < 8; ++s) {
+      const Zmm& mask = s % 2 == 0 ? zLo : zHi;
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) vpxord(T(m, st, ns), T(m, st, ns), T(m, st, ns));
+      for (int j = 0; j < 8; ++j) {
+        for (int st = 0; st < ns; ++st) vpandd(W(st, ns), mask, ptr[stream(st, L_.qs(s / 2, j))]);
+        int aoff = kQ8KQs + 32 * s + 4 * j;
+        for (int m = 0; m < mr; ++m)
+          for (int st = 0; st < ns; ++st) vpdpbusd(T(m, st, ns), W(st, ns), ptr_b[xrow(m, aoff)]);
+      }
+      for (int st = 0; st < ns; ++st) {
+        vpmovzxbd(W(st, ns), ptr[stream(st, L_.sc(s))]);
+        if (s % 2 == 0) vpslld(W(st, ns), W(st, ns), 4);
+      }
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) {
+          if (s == 0) {
+            vpmulld(S(m, st, ns), T(m, st, ns), W(st, ns));
+          } else {
+            vpmulld(T(m, st, ns), T(m, st, ns), W(st, ns));
+            vpaddd(S(m, st, ns), S(m, st, ns), T(m, st, ns));
+          }
+        }
+    }
+    for (int m = 0; m < mr; ++m)
+      for (int st = 0; st < ns; ++st) vpsrad(S(m, st, ns), S(m, st, ns), 4);
+    // Min term: (mn, mn) word pairs times the bsums pair of each sub-block.
+    vpbroadcastd(zD, cst_scalar(2));
+    for (int m = 0; m < mr; ++m)
+      for (int st = 0; st < ns; ++st) vpxord(T(m, st, ns), T(m, st, ns), T(m, st, ns));
+    for (int s = 0; s < 8; ++s) {
+      for (int st = 0; st < ns; ++st) {
+        vpmovzxbd(W(st, ns), ptr[stream(st, L_.mn(s))]);
+        vpmulld(W(st, ns), W(st, ns), zD);
+      }
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) vpdpwssd(T(m, st, ns), W(st, ns), ptr_b[xrow(m, kQ8KBsums + 4 * s)]);
+    }
+    emit_float_update(mr, ns, false, L_.d());
+    emit_float_update(mr, ns, true, L_.dmin());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Emitter> make_q4k_avx512_emitter(const KernelSpec& spec) { return std::make_unique<Q4KAvx512>(spec); }
+
+}  // namespace ckjit::jit

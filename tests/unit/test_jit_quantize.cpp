@@ -1,0 +1,45 @@
+// Generated activation quantizers against the reference quantizers of runtime/quants (bytes).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "jit/code_cache.h"
+#include "jit/isa_select.h"
+#include "jit/kernel_args.h"
+#include "runtime/quants/quants.h"
+
+using namespace ckjit;
+using namespace ckjit::jit;
+
+TEST_SUITE("jit") {
+  TEST_CASE("f32 to Q8_K avx512 quantizer is byte-identical to the reference") {
+    if (!isa_runs(IsaPath::Avx512, runtime_isa())) { MESSAGE("AVX-512 not usable here: skipped"); return; }
+    for (int64_t k : {256, 4096}) {
+      const int64_t rows = 5, nb = k / 256;
+      std::mt19937 rng{static_cast<uint32_t>(k)};
+      std::normal_distribution<float> nd(0.f, 3.f);
+      std::vector<float> x(size_t(rows * k));
+      for (auto& f : x) f = nd(rng);
+      std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero block (row 0 or 1)
+      x[3] = -50.0f;                                      // tie: -amax first, then +amax
+      x[9] = 50.0f;
+      x[size_t(k) + 7] = 1e-30f;
+      KernelSpec s = KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=avx512,k=" + std::to_string(k));
+      const JitKernel& kern = global_code_cache().get(s);
+      std::vector<quant::BlockQ8_K> yj(size_t(rows * nb)), yr(size_t(rows * nb));
+      std::memset(yj.data(), 0x55, yj.size() * sizeof(yj[0]));
+      QuantizeArgs a;
+      a.x = x.data();
+      a.y = yj.data();
+      a.rows = rows;
+      a.ldx = k * 4;
+      a.ldy = nb * int64_t(sizeof(quant::BlockQ8_K));
+      kern.as<QuantizeFn>()(&a);
+      for (int64_t r = 0; r < rows; ++r) quant::quantize_row_q8_K(x.data() + r * k, yr.data() + r * nb, k);
+      for (size_t b = 0; b < yj.size(); ++b)
+        CHECK_MESSAGE(std::memcmp(&yj[b], &yr[b], sizeof(yj[b])) == 0, "block " << b << " k=" << k);
+    }
+  }
+}
