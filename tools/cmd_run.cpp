@@ -1,46 +1,231 @@
-// `ckjit run`: the main job. It grows with the decoder and vision issues; today it names the
-// machine, validates the given files and says exactly what this build cannot do yet.
+// `ckjit run`: text generation with the Qwen3-VL decoder. Text goes to stdout as it is generated;
+// the machine line, progress, the dtype report (-v) and the final timing line go to stderr.
+// --force feeds given token ids instead of sampling and --dump-logits writes float32
+// [steps][n_vocab] (one row per generated or forced step, the logits that chose that token), the
+// same trajectory contract as the peer driver, so two runtimes can be compared step by step.
 #include <boost/program_options.hpp>
-#include <cstdio>
-#include <iostream>
 
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "graph/decoder.h"
+#include "jit/isa_select.h"
 #include "runtime/error.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer/chat_template.h"
+#include "runtime/tokenizer/gguf_vocab.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/utf8_stream.h"
 #include "tools/command.h"
 #include "topology/machine.h"
 
 namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
 
-static int run_main(const std::vector<std::string>& args) {
+namespace {
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ckjit::Error(std::string("cannot read ") + what + " '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Token ids separated by whitespace and/or commas.
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& path) {
+  std::vector<int32_t> ids;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    if (cur.size() > 9) throw ckjit::Error("--force " + path + ": token id '" + cur + "' is too large");
+    ids.push_back(std::stoi(cur));
+    cur.clear();
+  };
+  for (char c : text) {
+    if (c >= '0' && c <= '9') cur += c;
+    else if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') flush();
+    else throw ckjit::Error("--force " + path + ": unexpected character '" + std::string(1, c) + "' (want ids separated by spaces or commas)");
+  }
+  flush();
+  if (ids.empty()) throw ckjit::Error("--force " + path + ": no token ids");
+  return ids;
+}
+
+int run_main(const std::vector<std::string>& args) {
   po::options_description opts("ckjit run options (llama.cpp names)");
   opts.add_options()
-      ("model,m", po::value<std::string>(), "text model GGUF")
-      ("mmproj", po::value<std::string>(), "vision projector GGUF")
-      ("image", po::value<std::vector<std::string>>(), "page image (PNG/JPEG)")
+      ("model,m", po::value<std::string>(), "text model GGUF (qwen3vl)")
+      ("mmproj", po::value<std::string>(), "vision projector GGUF (not supported yet)")
+      ("image", po::value<std::vector<std::string>>(), "page image (not supported yet)")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
       ("n-predict,n", po::value<int>()->default_value(256), "tokens to generate")
-      ("threads,t", po::value<int>(), "threads (default: planner's choice within the CPU budget)")
+      ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
       ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
+      ("batch-size,b", po::value<int>()->default_value(512), "prefill chunk (rows per batch)")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed")
+      ("top-k", po::value<int>()->default_value(40), "top-k (0 = off)")
+      ("top-p", po::value<float>()->default_value(0.95f), "top-p (1 = off)")
+      ("min-p", po::value<float>()->default_value(0.05f), "min-p (0 = off)")
+      ("repeat-penalty", po::value<float>()->default_value(1.0f), "repetition penalty (1 = off)")
+      ("repeat-last-n", po::value<int>()->default_value(64), "tokens the repetition penalty looks back")
+      ("chat", "wrap the prompt in the model's chat template (one user turn)")
+      ("system", po::value<std::string>(), "system message (with --chat)")
+      ("force", po::value<std::string>(), "feed these token ids instead of sampling (teacher forcing)")
+      ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
+      ("ignore-eos", "do not stop at end-of-generation tokens")
+      ("no-jit", "use the scalar reference kernels for every weight")
+      ("verbose,v", "dtype report and memory on stderr")
       ("help,h", "show this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << "usage: ckjit run -m m.gguf [--mmproj mmproj.gguf --image page.png] [-p prompt]\n" << opts;
+    std::cout << "usage: ckjit run -m m.gguf -p \"text\" [-n N] [-t T] [--temp X] [--seed S] [--chat]\n" << opts;
     return 0;
   }
+  if (vm.count("mmproj") || vm.count("image"))
+    throw ckjit::Error("vision not supported yet: --mmproj/--image need the Qwen3-VL vision tower (a later issue)");
+  if (!vm.count("model")) throw ckjit::Error("no model given (-m model.gguf)");
+  if (vm.count("prompt") && vm.count("file")) throw ckjit::Error("give the prompt with -p or -f, not both");
+  const int n_predict = vm["n-predict"].as<int>();
+  const int n_ctx = vm["ctx-size"].as<int>();
+  if (n_ctx < 1) throw ckjit::Error("--ctx-size must be at least 1");
+  if (vm["batch-size"].as<int>() < 1) throw ckjit::Error("--batch-size must be at least 1");
+  const bool verbose = vm.count("verbose") > 0;
+
   auto machine = ckjit::topo::detect_machine();
+  int threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
+  if (threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
-  if (vm.count("threads") && vm["threads"].as<int>() < 1) throw ckjit::Error("--threads must be at least 1");
-  // Until the Qwen3-VL decoder lands, the run stops here with an exact statement of what is missing.
-  const char* missing = "this build has no Qwen3-VL decoder yet (issue 5: text decoder; the vision tower follows)";
-  if (!vm.count("model")) {
-    std::printf("ckjit run: no model given and no embedded default model in this build: %s\n", missing);
-    return 0;
+
+  // ---- load ----
+  const auto t_load = Clock::now();
+  const std::string model_path = vm["model"].as<std::string>();
+  ckjit::gguf::GgufFile file = ckjit::gguf::GgufFile::open(model_path);
+  ckjit::graph::read_hparams(file);  // architecture and keys first: clearer errors than the tokenizer's
+  ckjit::tok::Tokenizer tok(ckjit::tok::vocab_from_gguf(file));
+  ckjit::graph::Workers pool(threads);
+  ckjit::graph::DecoderOptions dopt;
+  dopt.n_ctx = n_ctx;
+  dopt.n_ubatch = vm["batch-size"].as<int>();
+  dopt.linear.isa = ckjit::jit::best_isa_path(ckjit::jit::runtime_isa());
+  dopt.linear.allow_jit = !vm.count("no-jit");
+  dopt.linear.repack_threads = threads;
+  ckjit::graph::Decoder dec(file, dopt, pool);
+  const auto& hp = dec.hparams();
+  if (tok.n_tokens() > hp.n_vocab)
+    throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
+                       std::to_string(hp.n_vocab) + " rows");
+  const double load_ms = ms_since(t_load);
+  if (verbose) {
+    std::fprintf(stderr, "model: %lld layers, E=%lld, F=%lld, heads %lld/%lld x %lld, vocab %lld, %s output\n",
+                 (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff, (long long)hp.n_head,
+                 (long long)hp.n_head_kv, (long long)hp.head_dim, (long long)hp.n_vocab,
+                 hp.tied_output ? "tied" : "untied");
+    for (const auto& line : dec.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
+    std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
+                 dec.arena_bytes() / 1048576.0, dec.kv_bytes() / 1048576.0, pool.size());
   }
-  throw ckjit::Error("cannot run '" + vm["model"].as<std::string>() + "': " + missing);
+
+  // ---- prompt ----
+  std::string prompt = vm.count("prompt") ? vm["prompt"].as<std::string>()
+                       : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
+                                          : std::string();
+  if (vm.count("chat")) {
+    std::vector<ckjit::tok::ChatMessage> msgs;
+    if (vm.count("system")) msgs.push_back({"system", vm["system"].as<std::string>(), std::nullopt});
+    msgs.push_back({"user", prompt, std::nullopt});
+    ckjit::tok::ChatOptions co;
+    if (file.has("tokenizer.chat_template"))
+      co.style = ckjit::tok::chat_style_from_template(file.get_string("tokenizer.chat_template"));
+    prompt = ckjit::tok::render_chat(msgs, co);
+  }
+  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (ids.empty()) throw ckjit::Error("the prompt is empty (give -p TEXT or -f FILE)");
+  if (int64_t(ids.size()) >= n_ctx)
+    throw ckjit::Error("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context (" +
+                       std::to_string(n_ctx) + "; raise -c)");
+  if (verbose) std::fprintf(stderr, "prompt: %zu tokens\n", ids.size());
+
+  std::vector<int32_t> forced;
+  if (vm.count("force")) {
+    const std::string path = vm["force"].as<std::string>();
+    forced = parse_ids(read_text_file(path, "--force file"), path);
+    for (int32_t id : forced)
+      if (id >= hp.n_vocab) throw ckjit::Error("--force: token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  const int n_steps = forced.empty() ? n_predict : int(forced.size());
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> dump(nullptr, &std::fclose);
+  if (vm.count("dump-logits")) {
+    dump.reset(std::fopen(vm["dump-logits"].as<std::string>().c_str(), "wb"));
+    if (!dump) throw ckjit::Error("cannot write --dump-logits file '" + vm["dump-logits"].as<std::string>() + "'");
+  }
+
+  ckjit::SamplerParams sp;
+  sp.temp = vm["temp"].as<float>();
+  sp.seed = vm["seed"].as<uint64_t>();
+  sp.top_k = vm["top-k"].as<int>();
+  sp.top_p = vm["top-p"].as<float>();
+  sp.min_p = vm["min-p"].as<float>();
+  sp.repeat_penalty = vm["repeat-penalty"].as<float>();
+  sp.repeat_last_n = vm["repeat-last-n"].as<int>();
+  ckjit::Sampler sampler(sp, int32_t(hp.n_vocab));
+  for (int32_t id : ids) sampler.accept(id);
+
+  // ---- prefill ----
+  const auto t_prefill = Clock::now();
+  const float* logits = dec.eval(ids);
+  const double prefill_ms = ms_since(t_prefill);
+
+  // ---- generate ----
+  ckjit::tok::Utf8Stream out;
+  double decode_ms = 0;
+  int n_decoded = 0;
+  bool context_full = false;
+  for (int i = 0; i < n_steps; ++i) {
+    if (dump && std::fwrite(logits, sizeof(float), size_t(hp.n_vocab), dump.get()) != size_t(hp.n_vocab))
+      throw ckjit::Error("writing --dump-logits failed");
+    const int32_t id = forced.empty() ? sampler.sample(logits) : forced[size_t(i)];
+    const bool eog = tok.is_eog(id);
+    if (!eog || !forced.empty()) {
+      std::string text = out.push(tok.token_to_piece(id, /*special=*/true));
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (forced.empty() && eog && !vm.count("ignore-eos")) break;
+    if (i == n_steps - 1) break;
+    if (dec.n_past() >= dec.n_ctx()) {
+      context_full = true;
+      break;
+    }
+    sampler.accept(id);
+    const auto t = Clock::now();
+    const int32_t one[1] = {id};
+    logits = dec.eval(one);
+    decode_ms += ms_since(t);
+    ++n_decoded;
+  }
+  std::string tail = out.flush();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
+  std::fprintf(stderr, "timing: load %.0f ms | prefill %zu tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d\n",
+               load_ms, ids.size(), prefill_ms, ids.size() / prefill_ms * 1e3, n_decoded, decode_ms,
+               n_decoded ? n_decoded / decode_ms * 1e3 : 0.0, pool.size());
+  return 0;
 }
 
-static ckjit::cli::Register reg("run", "run a Qwen3-VL model on a prompt or page image", run_main);
+}  // namespace
+
+static ckjit::cli::Register reg("run", "run a Qwen3-VL text model on a prompt", run_main);

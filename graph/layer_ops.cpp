@@ -1,0 +1,137 @@
+#include "graph/layer_ops.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/error.h"
+
+namespace ckjit::graph {
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i] * x[i]);
+  const float mean = float(sum / double(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+Rope::Rope(int64_t head_dim, float base, const int32_t sections[4]) : head_dim_(head_dim) {
+  theta_scale_ = std::pow(base, -2.0f / float(head_dim));
+  std::copy(sections, sections + 4, sec_);
+  const int64_t sect_dims = int64_t(sec_[0]) + sec_[1] + sec_[2] + sec_[3];
+  if (sect_dims <= 0) throw Error("rope: empty M-RoPE sections");
+  component_.resize(size_t(head_dim / 2));
+  for (int64_t k = 0; k < head_dim / 2; ++k) {
+    const int64_t sector = k % sect_dims;
+    int8_t c = 3;
+    if (sector % 3 == 1 && sector < 3 * sec_[1]) c = 1;
+    else if (sector % 3 == 2 && sector < 3 * sec_[2]) c = 2;
+    else if (sector % 3 == 0 && sector < 3 * sec_[0]) c = 0;
+    component_[size_t(k)] = c;
+  }
+}
+
+void Rope::angles(int64_t pos, float* cos_out, float* sin_out) const {
+  // Text tokens: (t, h, w, e) = (p, p, p, 0). All four thetas advance in lock-step as in llama.cpp.
+  float theta[4] = {float(pos), float(pos), float(pos), 0.0f};
+  for (int64_t k = 0; k < head_dim_ / 2; ++k) {
+    const float th = theta[component_[size_t(k)]];
+    cos_out[k] = std::cos(th);
+    sin_out[k] = std::sin(th);
+    for (float& t : theta) t *= theta_scale_;
+  }
+}
+
+void Rope::apply(float* x, int64_t n_heads, const float* cos_v, const float* sin_v) const {
+  const int64_t half = head_dim_ / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim_;
+    for (int64_t k = 0; k < half; ++k) {
+      const float x0 = v[k], x1 = v[k + half];
+      v[k] = x0 * cos_v[k] - x1 * sin_v[k];
+      v[k + half] = x0 * sin_v[k] + x1 * cos_v[k];
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void to_f16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = uint16_t(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
+namespace {
+
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// q (f32, already rounded through f16) · k (f16), d a multiple of 8.
+__attribute__((target("avx2,fma,f16c"))) inline float dot_f16(const float* q, const uint16_t* k, int64_t d) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d; i += 8) {
+    __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, acc);
+  }
+  return hsum(acc);
+}
+
+// out += p * v (f16), d a multiple of 8.
+__attribute__((target("avx2,fma,f16c"))) inline void axpy_f16(float* out, float p, const uint16_t* v, int64_t d) {
+  const __m256 pv = _mm256_set1_ps(p);
+  for (int64_t i = 0; i < d; i += 8) {
+    __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(pv, vv, _mm256_loadu_ps(out + i)));
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void round_through_f16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+  }
+}
+
+}  // namespace
+
+void attention(Workers& pool, const AttentionShape& s, const float* q, int64_t m, int64_t pos0, const uint16_t* k_cache,
+               const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker) {
+  const int64_t D = s.head_dim, q_width = s.n_head * D, kv_width = s.n_head_kv * D;
+  const int64_t group = s.n_head / s.n_head_kv;
+  if (D % 8 != 0) throw Error("attention: head dim must be a multiple of 8");
+  pool.run(size_t(m * s.n_head), [&](size_t task, int worker) {
+    const int64_t i = int64_t(task) / s.n_head, h = int64_t(task) % s.n_head, kvh = h / group;
+    const int64_t n_keys = pos0 + i + 1;
+    float* qf = scratch + worker * scratch_per_worker;
+    float* sc = qf + D;
+    round_through_f16(q + i * q_width + h * D, qf, D);
+    const uint16_t* kb = k_cache + kvh * D;
+    const uint16_t* vb = v_cache + kvh * D;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      sc[j] = dot_f16(qf, kb + j * kv_width, D) * s.scale;
+      mx = std::max(mx, sc[j]);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      sc[j] = std::exp(sc[j] - mx);
+      sum += sc[j];
+    }
+    float* o = out + i * q_width + h * D;
+    std::fill(o, o + D, 0.0f);
+    for (int64_t j = 0; j < n_keys; ++j) axpy_f16(o, sc[j], vb + j * kv_width, D);
+    const float inv = 1.0f / sum;
+    for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+  });
+}
+
+}  // namespace ckjit::graph

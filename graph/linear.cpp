@@ -1,0 +1,243 @@
+#include "graph/linear.h"
+
+#include <algorithm>
+
+#include "jit/kernels.h"
+#include "jit/reference.h"
+#include "runtime/error.h"
+#include "runtime/quants/quants.h"
+
+namespace ckjit::graph {
+namespace {
+
+using jit::Epilogue;
+using jit::KernelSpec;
+using jit::Op;
+
+// Register blocks: GEMM 4 rows x 3 panels, GEMV 1 row x 4 panels; SwiGLU needs an even nr.
+KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op op, Epilogue ep) {
+  KernelSpec s;
+  s.op = op;
+  s.wtype = w;
+  s.atype = a;
+  s.isa = isa;
+  s.k = k;
+  s.epilogue = ep;
+  const bool single = op == Op::Gemv;
+  s.mr = single ? 1 : 4;
+  s.nr = op == Op::SwiGLU ? 2 : (single ? 4 : 3);
+  if (op == Op::Gemv) s.m_max = 1;
+  return s;
+}
+
+const jit::JitKernel* try_kernel(const KernelSpec& s) {
+  try {
+    return &jit::global_code_cache().get(s);
+  } catch (const Error&) {
+    return nullptr;  // no emitter for this (type, op, ISA): the caller falls back
+  }
+}
+
+std::unique_ptr<jit::PackedWeights> repack(const gguf::TensorInfo& t, int panel, int threads) {
+  const int64_t n = t.ne[1], k = t.ne[0];
+  switch (t.type.type) {
+    case TensorType::Q4_K:
+      return std::make_unique<jit::PackedWeights>(
+          jit::repack_q4_K(reinterpret_cast<const quant::BlockQ4_K*>(t.data), n, k, panel, threads));
+    case TensorType::Q6_K:
+      return std::make_unique<jit::PackedWeights>(
+          jit::repack_q6_K(reinterpret_cast<const quant::BlockQ6_K*>(t.data), n, k, panel, threads));
+    case TensorType::Q8_0:
+      return std::make_unique<jit::PackedWeights>(
+          jit::repack_q8_0(reinterpret_cast<const quant::BlockQ8_0*>(t.data), n, k, panel, threads));
+    default:
+      return nullptr;
+  }
+}
+
+// Work split of an m x n matmul into tiles: rows in chunks of up to 64, columns in chunks of
+// whole panel groups, about 4 tiles per worker so uneven workers balance.
+struct TileGrid {
+  int64_t m_chunk, n_chunk, m_tiles, n_tiles;
+};
+TileGrid grid(int64_t m, int64_t n, int64_t align, int workers) {
+  TileGrid g;
+  g.m_chunk = std::min<int64_t>(m, 64);
+  g.m_tiles = (m + g.m_chunk - 1) / g.m_chunk;
+  const int64_t want_tiles = std::max<int64_t>(1, 4 * workers / g.m_tiles);
+  int64_t units = (n + align - 1) / align;
+  int64_t per = std::max<int64_t>(1, (units + want_tiles - 1) / want_tiles);
+  g.n_chunk = per * align;
+  g.n_tiles = (n + g.n_chunk - 1) / g.n_chunk;
+  return g;
+}
+
+}  // namespace
+
+int64_t act_row_bytes(TensorType act, int64_t k) {
+  return act == TensorType::Q8_0 ? k / 32 * int64_t(sizeof(quant::BlockQ8_0))
+                                 : k / 256 * int64_t(sizeof(quant::BlockQ8_K));
+}
+
+Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
+    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), isa_(setup.isa), name_(t.name) {
+  atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
+  raw_ = t.data;
+  raw_row_bytes_ = int64_t(t.row_bytes());
+  if (!setup.allow_jit) return;
+  Kernels kn;
+  kn.gemm = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemm, Epilogue::Store));
+  kn.gemv = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemv, Epilogue::Store));
+  kn.gemm_res = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemm, Epilogue::ResidualAdd));
+  kn.gemv_res = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemv, Epilogue::ResidualAdd));
+  kn.swiglu = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::SwiGLU, Epilogue::SwiGLU));
+  if (!kn.gemm || !kn.gemv || !kn.gemm_res || !kn.gemv_res) return;
+  packed_ = repack(t, jit::panel_cols(isa_), setup.repack_threads);
+  if (packed_) kern_ = kn;
+}
+
+int64_t Linear::act_row_bytes() const { return graph::act_row_bytes(atype_, k_); }
+
+std::string Linear::describe() const {
+  std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
+                  std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
+  if (packed_)
+    return s + "jit " + jit::isa_name(isa_) + " (gemm " + kern_.gemm->spec().to_string() + "; gemv mr=1,nr=4)";
+  const char* order = wtype_ == TensorType::Q4_K   ? "repacked-gemv order"
+                      : wtype_ == TensorType::Q5_K ? "vec_dot_q5_K_q8_K order"
+                      : wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K order"
+                                                   : "vec_dot_q8_0_q8_0 order";
+  return s + "scalar reference (" + order + "; no JIT kernel for this type on " + jit::isa_name(isa_) + ")";
+}
+
+float Linear::reference_dot(int64_t row, const void* xrow) const {
+  const uint8_t* w = raw_ + row * raw_row_bytes_;
+  switch (wtype_) {
+    case TensorType::Q4_K:
+      return quant::vec_dot_q4_K_q8_K_repack_gemv(reinterpret_cast<const quant::BlockQ4_K*>(w),
+                                                  static_cast<const quant::BlockQ8_K*>(xrow), k_);
+    case TensorType::Q5_K:
+      return quant::vec_dot_q5_K_q8_K(reinterpret_cast<const quant::BlockQ5_K*>(w),
+                                      static_cast<const quant::BlockQ8_K*>(xrow), k_);
+    case TensorType::Q6_K:
+      return quant::vec_dot_q6_K_q8_K(reinterpret_cast<const quant::BlockQ6_K*>(w),
+                                      static_cast<const quant::BlockQ8_K*>(xrow), k_);
+    case TensorType::Q8_0:
+      return quant::vec_dot_q8_0_q8_0(reinterpret_cast<const quant::BlockQ8_0*>(w),
+                                      static_cast<const quant::BlockQ8_0*>(xrow), k_);
+    default:
+      throw Error("linear: no reference dot product for " + std::string(tensor_type_info(wtype_).name));
+  }
+}
+
+void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy,
+                              const float* residual) const {
+  const int64_t xb = act_row_bytes();
+  const TileGrid g = grid(m, n_, 16, pool.size());
+  pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
+    const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
+    const int64_t m0 = mt * g.m_chunk, m1 = std::min(m, m0 + g.m_chunk);
+    const int64_t n0 = nt * g.n_chunk, n1 = std::min(n_, n0 + g.n_chunk);
+    for (int64_t r = m0; r < m1; ++r) {
+      const uint8_t* xr = static_cast<const uint8_t*>(xq) + r * xb;
+      for (int64_t c = n0; c < n1; ++c) {
+        float v = reference_dot(c, xr);
+        y[r * ldy + c] = residual ? v + residual[r * ldy + c] : v;
+      }
+    }
+  });
+}
+
+void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
+  if (m <= 0) return;
+  if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
+  const bool single = m == 1;
+  const jit::JitKernel* k = residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
+  jit::MatmulOperands op;
+  op.w = packed_.get();
+  op.x = xq;
+  op.ldx = act_row_bytes();
+  op.y = y;
+  op.ldy = ldy * 4;
+  op.r = residual;
+  op.ldr = ldy * 4;
+  const int64_t align = int64_t(packed_->panel) * k->spec().nr;
+  const TileGrid g = grid(m, n_, align, pool.size());
+  pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
+    const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
+    jit::Tile t{mt * g.m_chunk, std::min(m, (mt + 1) * g.m_chunk), nt * g.n_chunk, std::min(n_, (nt + 1) * g.n_chunk)};
+    jit::run_tile(*k, op, t);
+  });
+}
+
+bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
+  return gate.packed_ && up.packed_ && gate.kern_.swiglu && gate.wtype_ == up.wtype_ && gate.n_ == up.n_ &&
+         gate.k_ == up.k_;
+}
+
+void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
+                    int64_t ldy, float* scratch) {
+  if (m <= 0) return;
+  if (!fused_swiglu(gate, up)) {
+    gate.matmul(pool, xq, m, y, ldy);
+    up.matmul(pool, xq, m, scratch, ldy);
+    pool.run(size_t(m), [&](size_t r, int) {
+      float* yr = y + int64_t(r) * ldy;
+      const float* ur = scratch + int64_t(r) * ldy;
+      for (int64_t c = 0; c < gate.n_; ++c) yr[c] = jit::silu_mul_ref(yr[c], ur[c]);
+    });
+    return;
+  }
+  const jit::JitKernel* k = gate.kern_.swiglu;
+  jit::MatmulOperands op;
+  op.w = gate.packed_.get();
+  op.w2 = up.packed_.get();
+  op.x = xq;
+  op.ldx = gate.act_row_bytes();
+  op.y = y;
+  op.ldy = ldy * 4;
+  const int64_t align = int64_t(gate.packed_->panel) * k->spec().nr;
+  const TileGrid g = grid(m, gate.n_, align, pool.size());
+  pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
+    const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
+    jit::Tile t{mt * g.m_chunk, std::min(m, (mt + 1) * g.m_chunk), nt * g.n_chunk,
+                std::min(gate.n_, (nt + 1) * g.n_chunk)};
+    jit::run_tile(*k, op, t);
+  });
+}
+
+void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const float* x, int64_t ldx, int64_t m,
+                          int64_t k, void* xq) {
+  const int64_t yb = act_row_bytes(act, k);
+  uint8_t* out = static_cast<uint8_t*>(xq);
+  if (act == TensorType::Q8_0) {
+    pool.run(size_t(m), [&](size_t r, int) {
+      quant::quantize_row_q8_0_x86(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_0*>(out + int64_t(r) * yb), k);
+    });
+    return;
+  }
+  KernelSpec s;
+  s.op = Op::Quantize;
+  s.wtype = TensorType::F32;
+  s.atype = TensorType::Q8_K;
+  s.isa = isa;
+  s.k = k;
+  const jit::JitKernel* kern = try_kernel(s);
+  pool.run(size_t(m), [&](size_t r, int) {
+    const float* xr = x + int64_t(r) * ldx;
+    uint8_t* yr = out + int64_t(r) * yb;
+    if (kern) {
+      jit::QuantizeArgs a;
+      a.x = xr;
+      a.y = yr;
+      a.rows = 1;
+      a.ldx = ldx * 4;
+      a.ldy = yb;
+      kern->as<jit::QuantizeFn>()(&a);
+    } else {
+      quant::quantize_row_q8_K(xr, reinterpret_cast<quant::BlockQ8_K*>(yr), k);
+    }
+  });
+}
+
+}  // namespace ckjit::graph

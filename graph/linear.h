@@ -1,0 +1,72 @@
+#pragma once
+// A weight matrix of the decoder and the way it is multiplied. At load the weight is repacked once
+// (losslessly) into the panel layout of the JIT kernels and the kernels it needs are generated:
+// GEMM (M > 1, prefill), GEMV (M = 1, decode), each with a store or residual-add epilogue. Types
+// without a JIT kernel on this CPU fall back to the scalar reference dot products of
+// runtime/quants (llama.cpp's float order), multithreaded over output columns. describe() says
+// which path a weight takes (the dtype report of `ckjit run -v`).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "graph/workers.h"
+#include "jit/code_cache.h"
+#include "jit/packed_weights.h"
+#include "runtime/gguf/gguf_reader.h"
+
+namespace ckjit::graph {
+
+struct LinearSetup {
+  jit::IsaPath isa = jit::IsaPath::Avx512;
+  bool allow_jit = true;   // false: reference path for every type (tests, --no-jit)
+  int repack_threads = 1;
+};
+
+class Linear {
+ public:
+  Linear(const gguf::TensorInfo& t, const LinearSetup& setup);
+
+  int64_t n() const { return n_; }              // output columns (weight rows)
+  int64_t k() const { return k_; }              // reduction length
+  TensorType wtype() const { return wtype_; }
+  TensorType act_type() const { return atype_; }  // Q8_K for K-quants, Q8_0 for Q8_0
+  int64_t act_row_bytes() const;                 // bytes of one quantized activation row of k
+  bool uses_jit() const { return packed_ != nullptr; }
+  jit::IsaPath isa() const { return isa_; }
+  std::string describe() const;
+
+  // y[r][0..n) = W · x_r (+ residual[r]) for r < m; xq holds m quantized rows (act_row_bytes apart),
+  // y and residual rows are ldy floats apart. residual may not alias y.
+  void matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual = nullptr) const;
+
+  // y = silu(gate · x) ⊙ (up · x): the fused Gate-Up SwiGLU kernel when both weights have one,
+  // otherwise two matmuls and the scalar silu twin; scratch (m·n floats) is used only then.
+  static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
+                     int64_t ldy, float* scratch);
+  static bool fused_swiglu(const Linear& gate, const Linear& up);
+
+ private:
+  struct Kernels {
+    const jit::JitKernel *gemm = nullptr, *gemv = nullptr, *gemm_res = nullptr, *gemv_res = nullptr;
+    const jit::JitKernel *swiglu = nullptr, *swiglu_v = nullptr;
+  };
+  void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
+  float reference_dot(int64_t row, const void* xrow) const;
+
+  int64_t n_ = 0, k_ = 0;
+  TensorType wtype_, atype_;
+  jit::IsaPath isa_;
+  std::string name_;
+  const uint8_t* raw_ = nullptr;  // GGUF rows (reference path)
+  int64_t raw_row_bytes_ = 0;
+  std::unique_ptr<jit::PackedWeights> packed_;
+  Kernels kern_;
+};
+
+// Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),
+// rows act_row_bytes apart: the JIT quantizer where there is one, else the reference (same bytes).
+void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const float* x, int64_t ldx, int64_t m,
+                          int64_t k, void* xq);
+int64_t act_row_bytes(TensorType act, int64_t k);
+
+}  // namespace ckjit::graph

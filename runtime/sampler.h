@@ -1,0 +1,63 @@
+#pragma once
+// Token sampling with llama.cpp's parameter names and chain order: repetition penalty -> top-k ->
+// top-p -> min-p -> temperature -> draw. temp <= 0 is greedy (argmax after the penalty, ties to the
+// lowest id). Buffers are sized once for the vocabulary: sampling allocates nothing per token.
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace ckjit {
+
+struct SamplerParams {
+  float temp = 0.0f;            // <= 0: greedy
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at
+  uint64_t seed = 0;
+};
+
+struct Candidate {
+  int32_t id;
+  float logit;
+  float p;  // probability after the last softmax
+};
+
+// The chain's steps on a candidate list (exposed for tests). Each keeps at least one candidate.
+namespace sampling {
+// logit > 0: logit / penalty, else logit * penalty, for every id in `recent` (each id once).
+void repetition_penalty(std::span<float> logits, std::span<const int32_t> recent, float penalty);
+// Sorts by logit (descending, ties by id) and keeps the k best.
+void top_k(std::vector<Candidate>& c, int32_t k);
+// Softmax over c (sorted descending) into p.
+void softmax(std::vector<Candidate>& c);
+// Keeps the shortest sorted prefix whose probability mass reaches p.
+void top_p(std::vector<Candidate>& c, float p);
+// Keeps candidates whose probability is at least min_p times the largest.
+void min_p(std::vector<Candidate>& c, float min_p);
+int32_t argmax(std::span<const float> logits);
+}  // namespace sampling
+
+class Sampler {
+ public:
+  Sampler(const SamplerParams& params, int32_t n_vocab);
+  // Picks the next token from raw logits (n_vocab floats; not modified).
+  int32_t sample(const float* logits);
+  // Records a token of the sequence (prompt or generated) for the repetition penalty.
+  void accept(int32_t id);
+  const SamplerParams& params() const { return params_; }
+
+ private:
+  SamplerParams params_;
+  int32_t n_vocab_;
+  std::vector<float> work_;
+  std::vector<Candidate> cand_;
+  std::vector<int32_t> recent_;  // ring of the last repeat_last_n tokens
+  std::vector<int32_t> recent_view_;
+  size_t recent_next_ = 0;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace ckjit
