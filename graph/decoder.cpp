@@ -66,7 +66,7 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
   for (const Layer& L : layers_) fused = fused && Linear::fused_swiglu(*L.gate, *L.up);
   s_.ffn_tmp = arena_.reserve("ffn_up", fused ? 0 : size_t(M * F) * f4);
   s_.logits = arena_.reserve("logits", size_t((opt_.all_logits ? M : 1) * hp_.n_vocab) * f4);
-  att_scratch_per_worker_ = (hp_.head_dim + opt_.n_ctx + 15) / 16 * 16;
+  att_scratch_per_worker_ = attention_scratch_floats(hp_.head_dim, opt_.n_ctx);
   s_.att_scratch = arena_.reserve("attention", size_t(pool_.size() * att_scratch_per_worker_) * f4);
   s_.cos = arena_.reserve("rope_cos", size_t(M * hp_.head_dim / 2) * f4);
   s_.sin = arena_.reserve("rope_sin", size_t(M * hp_.head_dim / 2) * f4);

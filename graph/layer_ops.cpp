@@ -103,34 +103,121 @@ __attribute__((target("avx2,fma,f16c"))) void round_through_f16(const float* x, 
 
 }  // namespace
 
+// ---- llama.cpp's CPU flash-attention row path, AVX-512 (ggml ops.cpp flash_attn_ext_f16_one_chunk) ----
+// Per query row and head: Q rounded to f16; s = vec_dot_f16(k, q) (4 x 16-lane f32 FMA accumulators
+// over 64-element steps, reduced (a0+a2)+(a1+a3) then _mm512_reduce_add_ps, tail in double) * scale;
+// online softmax with the weighted V sum kept in an f16 buffer: on a new maximum the buffer is
+// scaled by expf(Mold - M) (rounded to f16), then buffer = f16(fma(v, vs, buffer)); S = S*ms + vs;
+// finally out = f32(buffer) * (1/S).
+namespace {
+
+__attribute__((target("avx512f,f16c,fma"))) float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
+  const int64_t np = n & ~int64_t(63);
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < np; i += 64)
+    for (int j = 0; j < 4; ++j) {
+      __m512 ax = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16 * j)));
+      __m512 ay = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i + 16 * j)));
+      sum[j] = _mm512_fmadd_ps(ax, ay, sum[j]);
+    }
+  sum[0] = _mm512_add_ps(sum[0], sum[2]);
+  sum[1] = _mm512_add_ps(sum[1], sum[3]);
+  sum[0] = _mm512_add_ps(sum[0], sum[1]);
+  double sumf = double(_mm512_reduce_add_ps(sum[0]));
+  for (int64_t i = np; i < n; ++i) sumf += double(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));
+  return float(sumf);
+}
+
+__attribute__((target("avx512f,f16c,fma"))) void scale_f16(uint16_t* y, int64_t n, float v) {
+  const int64_t np = n & ~int64_t(63);
+  const __m512 vv = _mm512_set1_ps(v);
+  for (int64_t i = 0; i < np; i += 16) {
+    __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(_mm512_mul_ps(a, vv), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (int64_t i = np; i < n; ++i) y[i] = uint16_t(_cvtss_sh(_cvtsh_ss(y[i]) * v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+__attribute__((target("avx512f,f16c,fma"))) void mad_f16(uint16_t* y, const uint16_t* x, int64_t n, float v) {
+  const int64_t np = n & ~int64_t(63);
+  const __m512 vv = _mm512_set1_ps(v);
+  for (int64_t i = 0; i < np; i += 16) {
+    __m512 ax = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    __m512 ay = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_fmadd_ps(ax, vv, ay), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (int64_t i = np; i < n; ++i)
+    y[i] = uint16_t(_cvtss_sh(std::fma(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), _MM_FROUND_TO_NEAREST_INT));
+}
+
+__attribute__((target("avx512f,f16c,fma"))) void attention_row_ggml(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* kb, const uint16_t* vb,
+                        int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc) {
+  const int64_t D = s.head_dim;
+  to_f16(q, qh, D);
+  std::fill(acc, acc + D, uint16_t(0));
+  float S = 0.0f, M = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float sc = dot_f16_ggml(kb + j * kv_width, qh, D) * s.scale;
+    const float Mold = M;
+    float ms = 1.0f, vs = 1.0f;
+    if (sc > M) {
+      M = sc;
+      ms = std::exp(Mold - M);
+      scale_f16(acc, D, ms);
+    } else {
+      vs = std::exp(sc - M);
+    }
+    mad_f16(acc, vb + j * kv_width, D, vs);
+    S = std::fma(S, ms, vs);
+  }
+  const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+  for (int64_t d = 0; d < D; ++d) out[d] = _cvtsh_ss(acc[d]) * inv;
+}
+
+// Portable AVX2 variant (two-pass softmax in f32), for CPUs without AVX-512.
+void attention_row_avx2(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* kb,
+                        const uint16_t* vb, int64_t kv_width, float* out, float* qf, float* sc) {
+  const int64_t D = s.head_dim;
+  round_through_f16(q, qf, D);
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    sc[j] = dot_f16(qf, kb + j * kv_width, D) * s.scale;
+    mx = std::max(mx, sc[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    sc[j] = std::exp(sc[j] - mx);
+    sum += sc[j];
+  }
+  std::fill(out, out + D, 0.0f);
+  for (int64_t j = 0; j < n_keys; ++j) axpy_f16(out, sc[j], vb + j * kv_width, D);
+  const float inv = 1.0f / sum;
+  for (int64_t d = 0; d < D; ++d) out[d] *= inv;
+}
+
+}  // namespace
+
+int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx) { return (head_dim + n_ctx + 2 * head_dim + 15) / 16 * 16; }
+
 void attention(Workers& pool, const AttentionShape& s, const float* q, int64_t m, int64_t pos0, const uint16_t* k_cache,
                const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker) {
   const int64_t D = s.head_dim, q_width = s.n_head * D, kv_width = s.n_head_kv * D;
   const int64_t group = s.n_head / s.n_head_kv;
   if (D % 8 != 0) throw Error("attention: head dim must be a multiple of 8");
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
   pool.run(size_t(m * s.n_head), [&](size_t task, int worker) {
     const int64_t i = int64_t(task) / s.n_head, h = int64_t(task) % s.n_head, kvh = h / group;
     const int64_t n_keys = pos0 + i + 1;
-    float* qf = scratch + worker * scratch_per_worker;
-    float* sc = qf + D;
-    round_through_f16(q + i * q_width + h * D, qf, D);
-    const uint16_t* kb = k_cache + kvh * D;
-    const uint16_t* vb = v_cache + kvh * D;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      sc[j] = dot_f16(qf, kb + j * kv_width, D) * s.scale;
-      mx = std::max(mx, sc[j]);
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      sc[j] = std::exp(sc[j] - mx);
-      sum += sc[j];
-    }
+    float* ws = scratch + worker * scratch_per_worker;
+    const float* qr = q + i * q_width + h * D;
     float* o = out + i * q_width + h * D;
-    std::fill(o, o + D, 0.0f);
-    for (int64_t j = 0; j < n_keys; ++j) axpy_f16(o, sc[j], vb + j * kv_width, D);
-    const float inv = 1.0f / sum;
-    for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+    if (avx512) {
+      uint16_t* qh = reinterpret_cast<uint16_t*>(ws);
+      attention_row_ggml(s, qr, n_keys, k_cache + kvh * D, v_cache + kvh * D, kv_width, o, qh, qh + D);
+    } else {
+      attention_row_avx2(s, qr, n_keys, k_cache + kvh * D, v_cache + kvh * D, kv_width, o, ws, ws + D);
+    }
   });
 }
 

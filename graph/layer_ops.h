@@ -37,14 +37,17 @@ class Rope {
 // Causal GQA attention over an f16 KV cache (keys/values of positions [0, n_kv) of one layer, row
 // stride kv_width halves). q: m rows of n_head*head_dim; row i is the query at position
 // pos0 + i and attends to cache positions [0, pos0 + i]. out: m rows of n_head*head_dim.
-// Scores q·k use q rounded to f16 (as llama.cpp's CPU flash attention does with an f16 cache),
-// products and sums in f32; softmax in f32 (max-subtracted, expf); values accumulated in f32.
+// With AVX-512 this is the float order of llama.cpp's CPU flash-attention row path (see
+// layer_ops.cpp); otherwise q is rounded to f16, scores and a two-pass softmax in f32.
+// scratch: attention_scratch_floats(head_dim, n_ctx) floats per worker.
 struct AttentionShape {
   int64_t n_head, n_head_kv, head_dim;
   float scale;  // 1/sqrt(head_dim)
 };
 void attention(Workers& pool, const AttentionShape& s, const float* q, int64_t m, int64_t pos0, const uint16_t* k_cache,
                const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker);
+
+int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx);
 
 // Converts n floats to f16 (round to nearest even).
 void to_f16(const float* x, uint16_t* y, int64_t n);

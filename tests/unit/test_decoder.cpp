@@ -166,9 +166,10 @@ TEST_CASE("layer ops: GQA causal attention matches a naive double softmax") {
   to_f16(kf.data(), kc.data(), int64_t(kf.size()));
   to_f16(vf.data(), vc.data(), int64_t(vf.size()));
   Workers pool(2);
-  std::vector<float> out(q.size()), scratch(size_t(2 * (D + n_ctx)));
+  const int64_t per_worker = attention_scratch_floats(D, n_ctx);
+  std::vector<float> out(q.size()), scratch(static_cast<size_t>(2 * per_worker));
   AttentionShape as{Hq, Hkv, D, 0.25f};
-  attention(pool, as, q.data(), m, pos0, kc.data(), vc.data(), out.data(), scratch.data(), D + n_ctx);
+  attention(pool, as, q.data(), m, pos0, kc.data(), vc.data(), out.data(), scratch.data(), per_worker);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kvh = h / (Hq / Hkv), n = pos0 + i + 1;

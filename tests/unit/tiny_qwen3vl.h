@@ -24,6 +24,7 @@ struct Spec {
   ckjit::TensorType out_type = ckjit::TensorType::Q6_K;
   std::string arch = "qwen3vl";
   uint32_t seed = 1;
+  uint32_t n_deepstack = 0;  // llama.cpp b10256 asserts in the text graph with deepstack > 0 on text-only input
   float weight_scale = 0.08f;
   const ckjit::tok::TokenizerVocab* vocab = nullptr;  // n_vocab must then be >= its size
   std::vector<std::string> skip_tensors;               // for bad-input tests
@@ -57,7 +58,7 @@ inline ckjit::gguf::GgufWriter build(const Spec& s) {
   const int32_t half = int32_t(s.head_dim / 2);
   std::vector<int32_t> sections = {half * 24 / 64, half * 20 / 64, half * 20 / 64, 0};
   w.set_array<int32_t>(a + ".rope.dimension_sections", sections);
-  w.set_u32(a + ".n_deepstack_layers", 3);
+  w.set_u32(a + ".n_deepstack_layers", s.n_deepstack);
   if (s.vocab) {
     const auto& v = *s.vocab;
     w.set_string("tokenizer.ggml.model", v.model);
