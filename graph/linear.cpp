@@ -207,7 +207,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
 }
 
 void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const float* x, int64_t ldx, int64_t m,
-                          int64_t k, void* xq) {
+                          int64_t k, void* xq, bool use_jit) {
   const int64_t yb = act_row_bytes(act, k);
   uint8_t* out = static_cast<uint8_t*>(xq);
   if (act == TensorType::Q8_0) {
@@ -222,7 +222,7 @@ void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const
   s.atype = TensorType::Q8_K;
   s.isa = isa;
   s.k = k;
-  const jit::JitKernel* kern = try_kernel(s);
+  const jit::JitKernel* kern = use_jit ? try_kernel(s) : nullptr;
   pool.run(size_t(m), [&](size_t r, int) {
     const float* xr = x + int64_t(r) * ldx;
     uint8_t* yr = out + int64_t(r) * yb;
