@@ -5,6 +5,7 @@
 #include "jit/kernels.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
+#include "runtime/quants/q8_k_native.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::graph {
@@ -216,27 +217,12 @@ void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const
     });
     return;
   }
-  KernelSpec s;
-  s.op = Op::Quantize;
-  s.wtype = TensorType::F32;
-  s.atype = TensorType::Q8_K;
-  s.isa = isa;
-  s.k = k;
-  const jit::JitKernel* kern = use_jit ? try_kernel(s) : nullptr;
+  // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
+  // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
+  (void)isa;
+  (void)use_jit;
   pool.run(size_t(m), [&](size_t r, int) {
-    const float* xr = x + int64_t(r) * ldx;
-    uint8_t* yr = out + int64_t(r) * yb;
-    if (kern) {
-      jit::QuantizeArgs a;
-      a.x = xr;
-      a.y = yr;
-      a.rows = 1;
-      a.ldx = ldx * 4;
-      a.ldy = yb;
-      kern->as<jit::QuantizeFn>()(&a);
-    } else {
-      quant::quantize_row_q8_K(xr, reinterpret_cast<quant::BlockQ8_K*>(yr), k);
-    }
+    quant::quantize_row_q8_K_fma(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });
 }
 

@@ -1,0 +1,88 @@
+#include "runtime/quants/q8_k_native.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace ckjit::quant {
+namespace {
+
+constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+
+inline int nearest_int_fma(float a, float b) {
+  const float v = std::fma(a, b, kMagic);
+  int32_t i;
+  std::memcpy(&i, &v, sizeof i);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+// Largest |x| with its signed value, first occurrence on ties (strict '>').
+inline float block_max(const float* x, float& amax) {
+  float mx = 0.0f;
+  amax = 0.0f;
+  for (int j = 0; j < QK_K; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) amax = ax, mx = x[j];
+  }
+  return mx;
+}
+
+void finish_block(BlockQ8_K& b, float iscale) {
+  for (int g = 0; g < QK_K / 16; ++g) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += b.qs[16 * g + i];
+    b.bsums[g] = int16_t(s);
+  }
+  b.d = 1.0f / iscale;
+}
+
+__attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* x, BlockQ8_K* y, int64_t nb) {
+  const __m512 magic = _mm512_set1_ps(kMagic);
+  const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000), hi = _mm512_set1_epi32(127);
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    float amax;
+    const float mx = block_max(x, amax);
+    BlockQ8_K& b = y[i];
+    if (amax == 0.0f) {
+      b.d = 0.0f;
+      std::memset(b.qs, 0, sizeof b.qs);
+      std::memset(b.bsums, 0, sizeof b.bsums);
+      continue;
+    }
+    const float iscale = -127.0f / mx;
+    const __m512 is = _mm512_set1_ps(iscale);
+    for (int j = 0; j < QK_K; j += 16) {
+      __m512 v = _mm512_fmadd_ps(is, _mm512_loadu_ps(x + j), magic);
+      __m512i q = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), bias);
+      q = _mm512_min_epi32(q, hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + j), _mm512_cvtsepi32_epi8(q));
+    }
+    finish_block(b, iscale);
+  }
+}
+
+}  // namespace
+
+void quantize_row_q8_K_fma(const float* x, BlockQ8_K* y, int64_t n) {
+  const int64_t nb = n / QK_K;
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  if (avx512) return quantize_avx512(x, y, nb);
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    float amax;
+    const float mx = block_max(x, amax);
+    BlockQ8_K& b = y[i];
+    if (amax == 0.0f) {
+      b.d = 0.0f;
+      std::memset(b.qs, 0, sizeof b.qs);
+      std::memset(b.bsums, 0, sizeof b.bsums);
+      continue;
+    }
+    const float iscale = -127.0f / mx;
+    for (int j = 0; j < QK_K; ++j) b.qs[j] = int8_t(std::min(127, nearest_int_fma(iscale, x[j])));
+    finish_block(b, iscale);
+  }
+}
+
+}  // namespace ckjit::quant
