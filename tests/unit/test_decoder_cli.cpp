@@ -1,0 +1,112 @@
+// `ckjit run` end to end on a tiny random Qwen3-VL model with the real Qwen3 tokenizer.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "tiny_qwen3vl.h"
+#include "tokenizer_fixture.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TinyFiles {
+  fs::path dir, model, other_arch;
+  TinyFiles() {
+    dir = fs::temp_directory_path() / ("ckjit_decoder_cli_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    tinymodel::Spec s;
+    s.vocab = &tokfix::qwen3_vocab();
+    s.n_vocab = 151936;
+    model = dir / "tiny.gguf";
+    tinymodel::build(s).write_file(model.string());
+    s.arch = "qwen2";
+    other_arch = dir / "qwen2.gguf";
+    tinymodel::build(s).write_file(other_arch.string());
+  }
+  ~TinyFiles() {
+    if (!std::getenv("CKJIT_KEEP_TEST_FILES")) fs::remove_all(dir);
+  }
+};
+
+const TinyFiles& files() {
+  static TinyFiles f;
+  return f;
+}
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+}  // namespace
+
+TEST_SUITE("decoder") {
+
+TEST_CASE("ckjit run: streams text, ends with a timing line, dumps one logits row per step") {
+  const auto& f = files();
+  const fs::path dump = f.dir / "greedy.f32";
+  CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'Hello world' -n 5 -t 2 --ignore-eos --dump-logits " + q(dump));
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("timing: load") != std::string::npos);
+  CHECK(r.output.find("prefill 2 tok") != std::string::npos);
+  CHECK(r.output.find("decode 4 tok") != std::string::npos);
+  CHECK(fs::file_size(dump) == 5u * 151936u * 4u);
+  // Greedy is deterministic, also with another thread count.
+  CliResult r2 = run_ckjit("run -m " + q(f.model) + " -p 'Hello world' -n 5 -t 1 --ignore-eos");
+  auto text = [](const std::string& out) { return out.substr(out.find('\n', out.find("machine:")) + 1, 40); };
+  CHECK(text(r.output) == text(r2.output));
+}
+
+TEST_CASE("ckjit run: --force feeds the given ids and dumps one row per forced id") {
+  const auto& f = files();
+  const fs::path ids = f.dir / "ids.txt", dump = f.dir / "forced.f32";
+  std::ofstream(ids) << "9707, 1879 11\n419,374 151645";
+  CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'The' --force " + q(ids) + " --dump-logits " + q(dump) + " -v");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("Hello world, this is") != std::string::npos);  // the forced ids' text
+  CHECK(r.output.find("dtype: ") != std::string::npos);
+  CHECK(fs::file_size(dump) == 6u * 151936u * 4u);
+}
+
+TEST_CASE("ckjit run: bad input gives a clear message and a non-zero exit") {
+  const auto& f = files();
+  SUBCASE("prompt longer than the context") {
+    CliResult r = run_ckjit("run -m " + q(f.model) + " -c 8 -p 'one two three four five six seven eight nine ten'");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("longer than the context") != std::string::npos);
+  }
+  SUBCASE("another architecture") {
+    CliResult r = run_ckjit("run -m " + q(f.other_arch) + " -p hi");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("architecture 'qwen2' is not supported") != std::string::npos);
+  }
+  SUBCASE("vision flags") {
+    CliResult r = run_ckjit("run -m " + q(f.model) + " --image x.png -p hi");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("vision not supported yet") != std::string::npos);
+  }
+  SUBCASE("force file with junk") {
+    const fs::path ids = f.dir / "junk.txt";
+    std::ofstream(ids) << "12 abc";
+    CliResult r = run_ckjit("run -m " + q(f.model) + " -p hi --force " + q(ids));
+    CHECK(r.status != 0);
+    CHECK(r.output.find("unexpected character") != std::string::npos);
+  }
+  SUBCASE("forced id outside the vocabulary") {
+    const fs::path ids = f.dir / "big.txt";
+    std::ofstream(ids) << "5 999999";
+    CliResult r = run_ckjit("run -m " + q(f.model) + " -p hi --force " + q(ids));
+    CHECK(r.status != 0);
+    CHECK(r.output.find("outside the vocabulary") != std::string::npos);
+  }
+  SUBCASE("missing model file") {
+    CliResult r = run_ckjit("run -m /nonexistent/m.gguf -p hi");
+    CHECK(r.status != 0);
+    CHECK(r.output.find("cannot open") != std::string::npos);
+  }
+}
+
+}  // TEST_SUITE
