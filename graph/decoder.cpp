@@ -64,7 +64,8 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
   s_.ffn = arena_.reserve("ffn", size_t(M * F) * f4);
   bool fused = true;
   for (const Layer& L : layers_) fused = fused && Linear::fused_swiglu(*L.gate, *L.up);
-  s_.ffn_tmp = arena_.reserve("ffn_up", fused ? 0 : size_t(M * F) * f4);
+  // Unfused gate/up scratch: M rows of up, and gate|up of the one decode row.
+  s_.ffn_tmp = arena_.reserve("ffn_gate_up", size_t((fused ? 2 : std::max<int64_t>(2, M)) * F) * f4);
   s_.logits = arena_.reserve("logits", size_t((opt_.all_logits ? M : 1) * hp_.n_vocab) * f4);
   att_scratch_per_worker_ = attention_scratch_floats(hp_.head_dim, opt_.n_ctx);
   s_.att_scratch = arena_.reserve("attention", size_t(pool_.size() * att_scratch_per_worker_) * f4);
@@ -94,7 +95,10 @@ std::vector<std::string> Decoder::dtype_report() const {
   for (auto& [text, n] : lines) out.push_back(text + "  x" + std::to_string(n));
   bool fused = true;
   for (const Layer& L : layers_) fused = fused && Linear::fused_swiglu(*L.gate, *L.up);
-  out.push_back(std::string("gate/up: ") + (fused ? "fused Gate-Up SwiGLU JIT kernel" : "two matmuls + scalar silu"));
+  out.push_back(std::string("gate/up: ") + (fused ? "fused Gate-Up SwiGLU JIT kernel" : "two matmuls + scalar silu") +
+                (!layers_.empty() && Linear::llama_swiglu_decode(*layers_[0].gate, *layers_[0].up)
+                     ? " (prefill); decode: two GEMVs + llama.cpp's AVX-512 swiglu"
+                     : ""));
   return out;
 }
 

@@ -51,8 +51,10 @@ void Rope::apply(float* x, int64_t n_heads, const float* cos_v, const float* sin
     float* v = x + h * head_dim_;
     for (int64_t k = 0; k < half; ++k) {
       const float x0 = v[k], x1 = v[k + half];
-      v[k] = x0 * cos_v[k] - x1 * sin_v[k];
-      v[k + half] = x0 * sin_v[k] + x1 * cos_v[k];
+      // As GCC contracts llama.cpp's rotate_pairs (x0*c - x1*s, x0*s + x1*c): the second product is
+      // rounded, the first fused (matched against peer-cli: the other choice flips f16 K values).
+      v[k] = std::fma(x0, cos_v[k], -(x1 * sin_v[k]));
+      v[k + half] = std::fma(x0, sin_v[k], x1 * cos_v[k]);
     }
   }
 }
@@ -198,6 +200,41 @@ void attention_row_avx2(const AttentionShape& s, const float* q, int64_t n_keys,
 }
 
 }  // namespace
+
+bool swiglu_llama_available() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+}
+
+namespace {
+__attribute__((target("avx512f,avx512dq"))) inline __m512 exp_llama(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 p = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(p, n);
+  if (big == 0) return res;
+  const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                          _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(big, res, alt);
+}
+}  // namespace
+
+__attribute__((target("avx512f,avx512dq"))) void swiglu_llama(const float* g, const float* u, float* y, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(g + i);
+    const __m512 e = exp_llama(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 s = _mm512_div_ps(x, _mm512_add_ps(one, e));
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(s, _mm512_loadu_ps(u + i)));
+  }
+  for (int64_t i = n / 16 * 16; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
 
 int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx) { return (head_dim + n_ctx + 2 * head_dim + 15) / 16 * 16; }
 

@@ -49,6 +49,12 @@ void attention(Workers& pool, const AttentionShape& s, const float* q, int64_t m
 
 int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx);
 
+// y = silu(g) * u in the float order of llama.cpp's CPU swiglu on AVX-512 (ggml_vec_swiglu_f32 with
+// its vectorised expf: exponent n by the 1.5*2^23 trick, two-step ln2 reduction, degree-5 polynomial,
+// scalef; silu = x / (1 + exp(-x))). n a multiple of 16; AVX-512 only (swiglu_llama_available()).
+bool swiglu_llama_available();
+void swiglu_llama(const float* g, const float* u, float* y, int64_t n);
+
 // Converts n floats to f16 (round to nearest even).
 void to_f16(const float* x, uint16_t* y, int64_t n);
 

@@ -5,7 +5,9 @@
 #include "jit/kernels.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
+#include "graph/layer_ops.h"
 #include "runtime/quants/q8_k_native.h"
+#include "runtime/quants/vec_dot_avx2.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::graph {
@@ -81,7 +83,8 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
 }
 
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
-    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), isa_(setup.isa), name_(t.name) {
+    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), isa_(setup.isa), llama_order_(setup.llama_decode_order),
+      name_(t.name) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
@@ -103,7 +106,8 @@ std::string Linear::describe() const {
   std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
   if (packed_)
-    return s + "jit " + jit::isa_name(isa_) + " (gemm " + kern_.gemm->spec().to_string() + "; gemv mr=1,nr=4)";
+    return s + "jit " + jit::isa_name(isa_) + " (gemm " + kern_.gemm->spec().to_string() + "; gemv mr=1,nr=4)" +
+           (exact_decode_dot() ? "; decode: AVX2 vec_dot_q6_K_q8_K order" : "");
   const char* order = wtype_ == TensorType::Q4_K   ? "repacked-gemv order"
                       : wtype_ == TensorType::Q5_K ? "vec_dot_q5_K_q8_K order"
                       : wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K order"
@@ -149,8 +153,27 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
   });
 }
 
+bool Linear::exact_decode_dot() const {
+  static const bool avx2 = quant::vec_dot_avx2_available();
+  return llama_order_ && wtype_ == TensorType::Q6_K && avx2;
+}
+
+void Linear::exact_gemv(Workers& pool, const void* xq, float* y, const float* residual) const {
+  const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
+  const int64_t tasks = (n_ + chunk - 1) / chunk;
+  const auto* xb = static_cast<const quant::BlockQ8_K*>(xq);
+  pool.run(size_t(tasks), [&](size_t t, int) {
+    const int64_t c0 = int64_t(t) * chunk, c1 = std::min(n_, c0 + chunk);
+    for (int64_t c = c0; c < c1; ++c) {
+      const float v = quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(raw_ + c * raw_row_bytes_), xb, k_);
+      y[c] = residual ? v + residual[c] : v;
+    }
+  });
+}
+
 void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   if (m <= 0) return;
+  if (m == 1 && exact_decode_dot()) return exact_gemv(pool, xq, y, residual);
   if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
   const bool single = m == 1;
   const jit::JitKernel* k = residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
@@ -171,6 +194,10 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   });
 }
 
+bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
+  return gate.llama_order_ && swiglu_llama_available() && gate.n_ % 16 == 0;
+}
+
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
   return gate.packed_ && up.packed_ && gate.kern_.swiglu && gate.wtype_ == up.wtype_ && gate.n_ == up.n_ &&
          gate.k_ == up.k_;
@@ -179,6 +206,12 @@ bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
 void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
                     int64_t ldy, float* scratch) {
   if (m <= 0) return;
+  if (m == 1 && llama_swiglu_decode(gate, up)) {
+    gate.matmul(pool, xq, 1, scratch, ldy);
+    up.matmul(pool, xq, 1, scratch + gate.n_, ldy);
+    swiglu_llama(scratch, scratch + gate.n_, y, gate.n_);
+    return;
+  }
   if (!fused_swiglu(gate, up)) {
     gate.matmul(pool, xq, m, y, ldy);
     up.matmul(pool, xq, m, scratch, ldy);

@@ -19,6 +19,10 @@ namespace ckjit::graph {
 struct LinearSetup {
   jit::IsaPath isa = jit::IsaPath::Avx512;
   bool allow_jit = true;   // false: reference path for every type (tests, --no-jit)
+  // Decode (M = 1) in llama.cpp's float order where the JIT kernel's differs: Q6_K through the
+  // AVX2 ggml_vec_dot_q6_K_q8_K order, and Gate-Up as two GEMVs + llama.cpp's swiglu instead of the
+  // fused kernel. Q4_K JIT GEMV already has llama.cpp's (repacked gemv) order.
+  bool llama_decode_order = true;
   int repack_threads = 1;
 };
 
@@ -41,8 +45,11 @@ class Linear {
 
   // y = silu(gate · x) ⊙ (up · x): the fused Gate-Up SwiGLU kernel when both weights have one,
   // otherwise two matmuls and the scalar silu twin; scratch (m·n floats) is used only then.
+  // scratch: m·n floats (used by the unfused paths).
   static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
                      int64_t ldy, float* scratch);
+  // Whether decode (M = 1) runs gate and up unfused with llama.cpp's swiglu.
+  static bool llama_swiglu_decode(const Linear& gate, const Linear& up);
   static bool fused_swiglu(const Linear& gate, const Linear& up);
 
  private:
@@ -50,12 +57,15 @@ class Linear {
     const jit::JitKernel *gemm = nullptr, *gemv = nullptr, *gemm_res = nullptr, *gemv_res = nullptr;
     const jit::JitKernel *swiglu = nullptr, *swiglu_v = nullptr;
   };
+  bool exact_decode_dot() const;
+  void exact_gemv(Workers& pool, const void* xq, float* y, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   float reference_dot(int64_t row, const void* xrow) const;
 
   int64_t n_ = 0, k_ = 0;
   TensorType wtype_, atype_;
   jit::IsaPath isa_;
+  bool llama_order_ = true;
   std::string name_;
   const uint8_t* raw_ = nullptr;  // GGUF rows (reference path)
   int64_t raw_row_bytes_ = 0;

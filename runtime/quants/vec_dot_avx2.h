@@ -1,0 +1,15 @@
+#pragma once
+// AVX2 versions of the llama.cpp-order dot products whose scalar twins are in quants.h, for the
+// decode path where ckjit must reproduce llama.cpp's float order exactly (Q6_K has no repacked
+// kernel on x86: llama.cpp multiplies it with ggml_vec_dot_q6_K_q8_K for every row, spec/quants.md
+// §8.4). Bit-identical to quant::vec_dot_q6_K_q8_K (tested). Need AVX2 + FMA + F16C.
+#include <cstdint>
+
+#include "runtime/quants/quants.h"
+
+namespace ckjit::quant {
+
+bool vec_dot_avx2_available();
+float vec_dot_q6_K_q8_K_avx2(const BlockQ6_K* x, const BlockQ8_K* y, int64_t n);
+
+}  // namespace ckjit::quant
