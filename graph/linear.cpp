@@ -107,7 +107,9 @@ std::string Linear::describe() const {
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
   if (packed_)
     return s + "jit " + jit::isa_name(isa_) + " (gemm " + kern_.gemm->spec().to_string() + "; gemv mr=1,nr=4)" +
-           (exact_decode_dot() ? "; decode: AVX2 vec_dot_q6_K_q8_K order" : "");
+           (exact_decode_dot() ? std::string("; decode: AVX2 ") +
+                                      (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order"
+                                : std::string());
   const char* order = wtype_ == TensorType::Q4_K   ? "repacked-gemv order"
                       : wtype_ == TensorType::Q5_K ? "vec_dot_q5_K_q8_K order"
                       : wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K order"
@@ -155,17 +157,21 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
 
 bool Linear::exact_decode_dot() const {
   static const bool avx2 = quant::vec_dot_avx2_available();
-  return llama_order_ && wtype_ == TensorType::Q6_K && avx2;
+  return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0) && avx2;
 }
 
 void Linear::exact_gemv(Workers& pool, const void* xq, float* y, const float* residual) const {
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t tasks = (n_ + chunk - 1) / chunk;
-  const auto* xb = static_cast<const quant::BlockQ8_K*>(xq);
+  const bool q6 = wtype_ == TensorType::Q6_K;
   pool.run(size_t(tasks), [&](size_t t, int) {
     const int64_t c0 = int64_t(t) * chunk, c1 = std::min(n_, c0 + chunk);
     for (int64_t c = c0; c < c1; ++c) {
-      const float v = quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(raw_ + c * raw_row_bytes_), xb, k_);
+      const uint8_t* w = raw_ + c * raw_row_bytes_;
+      const float v = q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
+                                                          static_cast<const quant::BlockQ8_K*>(xq), k_)
+                         : quant::vec_dot_q8_0_q8_0_avx2(reinterpret_cast<const quant::BlockQ8_0*>(w),
+                                                          static_cast<const quant::BlockQ8_0*>(xq), k_);
       y[c] = residual ? v + residual[c] : v;
     }
   });

@@ -57,4 +57,24 @@ __attribute__((target("avx2,fma,f16c"))) float vec_dot_q6_K_q8_K_avx2(const Bloc
   return _mm_cvtss_f32(s);
 }
 
+__attribute__((target("avx2,fma,f16c"))) float vec_dot_q8_0_q8_0_avx2(const BlockQ8_0* x, const BlockQ8_0* y,
+                                                                      int64_t n) {
+  const int64_t nb = n / QK8_0;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d);
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    // |x| (unsigned) times y with x's sign: exact int16 pair sums, then int32 quads.
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx));
+    const __m256i p32 = _mm256_madd_epi16(p16, ones);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p32), acc);
+  }
+  __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 }  // namespace ckjit::quant

@@ -11,5 +11,7 @@ namespace ckjit::quant {
 
 bool vec_dot_avx2_available();
 float vec_dot_q6_K_q8_K_avx2(const BlockQ6_K* x, const BlockQ8_K* y, int64_t n);
+// §8.7: acc[L] = fma(f16(dx)·f16(dy), float(Σ_{t<4} x[4L+t]·y[4L+t]), acc[L]) per block, hsum8.
+float vec_dot_q8_0_q8_0_avx2(const BlockQ8_0* x, const BlockQ8_0* y, int64_t n);
 
 }  // namespace ckjit::quant

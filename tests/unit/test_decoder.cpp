@@ -212,6 +212,9 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
     DecoderOptions o;
     o.n_ctx = 64;
     o.all_logits = true;
+    // Same kernels for M > 1 and M = 1 (the JIT GEMM and GEMV share a float order), so the cached
+    // path must reproduce the batched one to the last bits.
+    o.linear.llama_decode_order = false;
     Decoder all(f, o, pool);
     const int n = 20;
     const int64_t V = all.hparams().n_vocab;
@@ -222,6 +225,7 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
     DecoderOptions o2;
     o2.n_ctx = 64;
     o2.n_ubatch = 5;  // chunked prefill
+    o2.linear.llama_decode_order = false;
     Decoder inc(f, o2, pool);
     const float* lg = inc.eval(std::span(toks).first(8));
     CHECK(max_abs_diff(lg, ref.data() + 7 * V, V) <= 1e-4f);
@@ -232,6 +236,16 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
       CHECK(max_abs_diff(lg, ref.data() + int64_t(i) * V, V) <= 1e-4f);
     }
     CHECK(inc.n_past() == n);
+
+    // llama.cpp's decode order differs from the GEMM's in the last bits only.
+    DecoderOptions o3;
+    o3.n_ctx = 64;
+    Decoder lo(f, o3, pool);
+    lo.eval(std::span(toks).first(8));
+    for (int i = 8; i < n; ++i) {
+      lg = lo.eval(std::span(toks).subspan(size_t(i), 1));
+      CHECK(cosine(lg, ref.data() + int64_t(i) * V, V) > 0.999);
+    }
   }
 }
 

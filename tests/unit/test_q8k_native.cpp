@@ -70,3 +70,24 @@ TEST_CASE("q6_K x q8_K AVX2 dot is bit-identical to the llama.cpp-order referenc
   }
 }
 }
+
+TEST_SUITE("decoder") {
+TEST_CASE("q8_0 x q8_0 AVX2 dot is bit-identical to the llama.cpp-order reference") {
+  if (!vec_dot_avx2_available()) return;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n : {32, 256, 2048}) {
+    for (int rep = 0; rep < 8; ++rep) {
+      std::vector<float> w(static_cast<size_t>(n)), a(static_cast<size_t>(n));
+      for (auto& v : w) v = nd(rng) * (rep % 2 ? 0.02f : 3.0f);
+      for (auto& v : a) v = nd(rng);
+      std::vector<BlockQ8_0> wq(static_cast<size_t>(n / 32)), aq(static_cast<size_t>(n / 32));
+      quantize_row(ckjit::TensorType::Q8_0, w.data(), wq.data(), n);
+      quantize_row_q8_0_x86(a.data(), aq.data(), n);
+      const float ref = vec_dot_q8_0_q8_0(wq.data(), aq.data(), n);
+      const float fast = vec_dot_q8_0_q8_0_avx2(wq.data(), aq.data(), n);
+      CHECK(std::memcmp(&ref, &fast, 4) == 0);
+    }
+  }
+}
+}
