@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <set>
 
@@ -42,6 +43,19 @@ bool pin_thread(pthread_t thread, int cpu) {
 thread_local bool t_inside_task = false;
 
 }  // namespace
+
+template <class Pred>
+bool ThreadPool::spin_until(Pred pred) const {
+  if (options_.blocking_wait || options_.spin_us <= 0) return pred();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.spin_us);
+  for (;;) {
+    for (int i = 0; i < 16; ++i) {
+      if (pred()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+  }
+}
 
 ThreadPool::ThreadPool(ThreadPoolOptions options) : options_(std::move(options)) {
   std::vector<int> cpus = options_.cpus;
@@ -110,9 +124,7 @@ void ThreadPool::worker_main(int worker) {
   uint32_t seen = 0;
   for (;;) {
     // Wait for a new generation: spin a little unless the quota forbids it, then sleep.
-    int spins = options_.blocking_wait ? 0 : options_.spin_rounds;
-    while (slot.go.load(std::memory_order_acquire) == seen && spins-- > 0) cpu_relax();
-    if (slot.go.load(std::memory_order_acquire) == seen) {
+    if (!spin_until([&] { return slot.go.load(std::memory_order_acquire) != seen; })) {
       slot.sleeping.store(1);
       while (slot.go.load() == seen) futex_wait(&slot.go, seen);
       slot.sleeping.store(0);
@@ -141,9 +153,7 @@ void ThreadPool::work_on_current_job(int worker) {
 }
 
 void ThreadPool::wait_for_helpers() {
-  int spins = options_.blocking_wait ? 0 : options_.spin_rounds;
-  while (helpers_left_.load(std::memory_order_acquire) != 0 && spins-- > 0) cpu_relax();
-  if (helpers_left_.load(std::memory_order_acquire) == 0) return;
+  if (spin_until([&] { return helpers_left_.load(std::memory_order_acquire) == 0; })) return;
   caller_sleeping_.store(1);
   for (uint32_t left; (left = helpers_left_.load()) != 0;) futex_wait(&helpers_left_, left);
   caller_sleeping_.store(0);

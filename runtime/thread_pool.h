@@ -23,7 +23,7 @@ struct ThreadPoolOptions {
   int threads = 1;             // used only when `cpus` is empty
   int max_threads = 0;         // the usable CPU budget; > 0 caps the pool size (extra cpus dropped)
   bool blocking_wait = false;  // no spinning at all (set when a CPU quota is enforced)
-  int spin_rounds = 20000;     // pause-loop rounds before sleeping (~tens of microseconds)
+  int spin_us = 50;            // how long a waiting thread spins before sleeping on the futex
   bool pin_caller = true;      // pin the constructing thread to cpus[0]; restored by the destructor
 };
 
@@ -61,6 +61,9 @@ class ThreadPool {
   void worker_main(int worker);
   void work_on_current_job(int worker);
   void wait_for_helpers();
+  // Spins until pred() or spin_us elapse (not at all with blocking_wait); returns pred().
+  template <class Pred>
+  bool spin_until(Pred pred) const;
 
   ThreadPoolOptions options_;
   std::vector<int> workers_cpu_;
