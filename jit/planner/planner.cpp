@@ -255,7 +255,7 @@ std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, 
   std::vector<Plan> plans;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     Plan p = make_plan(c, chosen[i], opts.allow_smt);
-    if (i == 0) add_reasons(p, c, &per);
+    add_reasons(p, c, i == 0 ? &per : nullptr);
     plans.push_back(std::move(p));
   }
   return plans;
