@@ -104,10 +104,10 @@ class Parser {
   }
 
   JsonValue value(std::size_t depth) {
-    if (depth > max_depth_) fail("nesting deeper than " + std::to_string(max_depth_));
     skip_ws();
     if (i_ >= t_.size()) fail("unexpected end of input");
     char c = t_[i_];
+    if ((c == '{' || c == '[') && depth >= max_depth_) fail("nesting deeper than " + std::to_string(max_depth_));
     if (c == '{') return object(depth);
     if (c == '[') return array(depth);
     if (c == '"') return JsonValue::make_string(string());

@@ -45,7 +45,8 @@ class JsonValue {
   std::map<std::string, JsonValue> o_;
 };
 
-// Parses one JSON document (surrounding whitespace allowed). Duplicate keys are an error.
+// Parses one JSON document (surrounding whitespace allowed). Duplicate keys are an error; at most
+// max_depth arrays/objects may nest.
 JsonValue parse_json(const std::string& text, std::size_t max_depth = 64);
 
 }  // namespace ckjit
