@@ -21,6 +21,7 @@ CacheSizes cache_sizes(const topo::Machine& m) {
   if (!m.cores.empty()) smt = std::max<int>(1, int(m.cores.front().cpus.size()));
   int sharers = m.cache_sharers(3);
   c.l3_cores = sharers > 0 ? std::max(1, sharers / smt) : std::max<int>(1, int(m.cores.size()));
+  c.physical_cores = std::max<int>(1, int(m.cores.size()));
   return c;
 }
 
@@ -77,7 +78,8 @@ Footprint footprint(const OpShape& s, const Tiling& t, const KernelTraits& k, in
 Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const CacheSizes& c, const PeakRates& p) {
   Cost r;
   const int T = std::max(1, t.threads);
-  const int cores = t.smt ? (T + 1) / 2 : T;
+  // SMT workers share a core's execution units: no extra peak is assumed (tuning measures it).
+  const int cores = t.smt ? std::max(1, std::min(T, c.physical_cores)) : T;
   const int t_per_l3 = std::min(T, c.l3_cores);
   const double nw = s.weight_matrices();
   const double M = double(s.m), N = double(s.n), K = double(s.k);

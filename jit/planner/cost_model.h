@@ -18,6 +18,7 @@ struct CacheSizes {
   std::size_t l1 = 0, l2 = 0;       // per core
   std::size_t l3 = 0;               // one instance (shared)
   int l3_cores = 1;                 // physical cores sharing one L3 instance
+  int physical_cores = 1;           // usable physical cores (SMT threads beyond them share cores)
   std::vector<std::string> notes;   // fallbacks used
 };
 CacheSizes cache_sizes(const topo::Machine& m);

@@ -55,6 +55,7 @@ Context make_context(const OpShape& shape, const topo::Machine& m, const Planner
   c.peaks = opts.peaks ? *opts.peaks : default_peak_rates(m);
   c.budget = cpu_budget(m);
   int physical = int(c.budget.cores.size());
+  c.caches.physical_cores = std::max(1, physical);
   c.max_threads = std::min(c.budget.max_threads, opts.allow_smt ? int(c.budget.cpus.size()) : physical);
   if (opts.max_threads > 0) c.max_threads = std::min(c.max_threads, opts.max_threads);
   c.max_threads = std::max(1, c.max_threads);

@@ -83,7 +83,7 @@ TEST_CASE("blocks fit the caches of the machine they were planned for") {
   }
 }
 
-TEST_CASE("AVX2-only machines get 16-register, 8-lane tiles") {
+TEST_CASE("AVX2-only machines get tiles for 16 registers of 8 lanes") {
   auto m = test::synthetic_machine(4, 1, 32 << 10, 512 << 10, 16 << 20, /*avx512=*/false);
   for (const auto& s : shapes_to_plan()) {
     Plan p = plan_op(s, m);
@@ -172,7 +172,7 @@ TEST_CASE("measured peaks change the plan's expectations") {
   CHECK(plan_op(s, m, slow).cost.total_us > plan_op(s, m).cost.total_us * 2);
 }
 
-TEST_CASE("candidates: the model's pick first, one per thread count, all distinct") {
+TEST_CASE("candidates: the model's pick first then one per thread count and all distinct") {
   auto m = test::synthetic_machine(4, 1, 32 << 10, 1 << 20, 32 << 20);
   OpShape s{OpKind::gate_up_swiglu, TensorType::Q4_K, 64, 512, 1024};
   auto c = plan_candidates(s, m, {}, 8);
@@ -208,7 +208,7 @@ TEST_CASE("a profile entry overrides the model unless the budget no longer allow
   CHECK(q.reasons.front().find("profile entry not used") != std::string::npos);
 }
 
-TEST_CASE("bad shapes are errors, not crashes") {
+TEST_CASE("bad shapes are errors and not crashes") {
   auto m = test::synthetic_machine(2, 1, 32 << 10, 1 << 20, 32 << 20);
   CHECK_THROWS_AS(plan_op({OpKind::gemm, TensorType::Q4_K, 0, 10, 256}, m), Error);
   CHECK_THROWS_AS(plan_op({OpKind::gemm, TensorType::Q4_K, 4, 10, 100}, m), Error);  // K not a block multiple

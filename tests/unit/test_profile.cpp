@@ -123,7 +123,7 @@ TEST_CASE("upsert replaces the entry of the same shape and runner") {
   CHECK(p.entries.size() == 3);
 }
 
-TEST_CASE("corrupt, stale and malformed profiles are ignored with a warning, never thrown") {
+TEST_CASE("corrupt or stale or malformed profiles are ignored with a warning and never thrown") {
   auto m = test::synthetic_machine(4, 2, 32 << 10, 1 << 20, 32 << 20);
   MachineIdentity id = MachineIdentity::of(m);
   const std::string good = sample_profile(id).to_json();
@@ -193,7 +193,7 @@ TEST_CASE("a missing profile is silent") {
   CHECK(describe_profile_load(l).find("none for this machine") != std::string::npos);
 }
 
-TEST_CASE("the profile lives in XDG_CACHE_HOME/ckjit, else ~/.cache/ckjit") {
+TEST_CASE("the profile lives in XDG_CACHE_HOME/ckjit or else ~/.cache/ckjit") {
   {
     ScopedEnv xdg("XDG_CACHE_HOME", "/tmp/xdg-test");
     CHECK(profile_directory() == "/tmp/xdg-test/ckjit");
@@ -228,7 +228,7 @@ TEST_CASE("the machine key changes with every identity field") {
   CHECK(with([](topo::Machine&) {}) == base);
 }
 
-TEST_CASE("JSON reader: values, escapes and numbers") {
+TEST_CASE("JSON reader: values and escapes and numbers") {
   JsonValue v = parse_json(R"( {"a": [1, -2.5e3, 0, true, false, null], "s": "q\"\\\/\n\u00e9\ud83d\ude00", "o": {}} )");
   const auto& a = v.at("a", "doc").as_array("a");
   REQUIRE(a.size() == 6);

@@ -194,7 +194,7 @@ TEST_CASE("bad pool options are errors") {
   CHECK_THROWS_AS(ThreadPool{none}, Error);
 }
 
-TEST_CASE("budget: one worker per physical core first, SMT siblings only when allowed") {
+TEST_CASE("budget: one worker per physical core first and SMT siblings only when allowed") {
   auto m = test::synthetic_machine(4, 2, 32 << 10, 1 << 20, 32 << 20);  // cpus c and c+4 share core c
   CpuBudget b = cpu_budget(m);
   CHECK(b.max_threads == 8);
