@@ -191,6 +191,13 @@ std::string Profile::to_json() const {
     else j.value(v);
   }
   j.end_object();
+  if (peaks) {
+    j.key("peaks").begin_object();
+    j.field("int8_gmacs_per_core", peaks->int8_gmacs_per_core).field("bf16_gmacs_per_core", peaks->bf16_gmacs_per_core);
+    j.field("f32_gmacs_per_core", peaks->f32_gmacs_per_core).field("dram_gbps", peaks->dram_gbps);
+    j.field("dram_gbps_per_core", peaks->dram_gbps_per_core).field("sync_us", peaks->sync_us).field("how", peaks->how);
+    j.end_object();
+  }
   j.key("entries").begin_array();
   for (const auto& e : entries) {
     j.begin_object();
@@ -229,6 +236,23 @@ Profile parse_profile(const std::string& text) {
   p.machine = read_identity(doc.at("machine", w));
   if (doc.at("machine_key", w).as_string(w + ".machine_key") != p.machine.key())
     throw Error("machine_key does not match the machine fields (edited or corrupt file)");
+  if (const JsonValue* pk = doc.find("peaks")) {
+    const std::string wp = w + ".peaks";
+    auto rate = [&](const char* name) {
+      double d = pk->at(name, wp).as_number(wp + "." + name);
+      if (!(d >= 0) || d > 1e9) throw Error(wp + "." + name + ": not a plausible rate");
+      return d;
+    };
+    MeasuredPeaks mp;
+    mp.int8_gmacs_per_core = rate("int8_gmacs_per_core");
+    mp.bf16_gmacs_per_core = rate("bf16_gmacs_per_core");
+    mp.f32_gmacs_per_core = rate("f32_gmacs_per_core");
+    mp.dram_gbps = rate("dram_gbps");
+    mp.dram_gbps_per_core = rate("dram_gbps_per_core");
+    mp.sync_us = rate("sync_us");
+    mp.how = pk->at("how", wp).as_string(wp + ".how");
+    p.peaks = mp;
+  }
   const auto& entries = doc.at("entries", w).as_array(w + ".entries");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string we = w + ".entries[" + std::to_string(i) + "]";

@@ -47,10 +47,19 @@ struct ProfileEntry {
   std::vector<RejectedCandidate> rejected;
 };
 
+// Rates `ckjit tune` measured on this machine (0 = not measured), for the planner's cost model.
+struct MeasuredPeaks {
+  double int8_gmacs_per_core = 0, bf16_gmacs_per_core = 0, f32_gmacs_per_core = 0;
+  double dram_gbps = 0, dram_gbps_per_core = 0;
+  double sync_us = 0;           // pool fork/join per active thread
+  std::string how;              // what was run to measure them
+};
+
 struct Profile {
   static constexpr int kVersion = 1;
   MachineIdentity machine;
   std::string created_utc;      // ISO 8601
+  std::optional<MeasuredPeaks> peaks;
   std::vector<ProfileEntry> entries;
 
   // The entry for `shape` (and for `runner`, unless empty); nullptr if none.

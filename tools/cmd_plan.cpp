@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "jit/planner/peak_probe.h"
 #include "jit/planner/planner.h"
 #include "runtime/error.h"
 #include "runtime/profile.h"
@@ -48,10 +49,14 @@ static int plan_main(const std::vector<std::string>& args) {
   }
   ckjit::planner::Plan plan;
   std::string profile_line = "profile: not used (--no-profile)";
-  if (!vm.count("no-profile") && !vm.count("threads")) {
+  if (!vm.count("no-profile")) {
     auto load = ckjit::load_profile_for(machine);
     profile_line = ckjit::describe_profile_load(load);
-    const ckjit::ProfileEntry* entry = load.profile ? load.profile->find(shape) : nullptr;
+    if (load.profile && load.profile->peaks)
+      po_.peaks = ckjit::planner::apply_measured(ckjit::planner::default_peak_rates(machine), *load.profile->peaks);
+    // An explicit --threads asks for the model's plan at that count, not the tuned one.
+    const ckjit::ProfileEntry* entry =
+        load.profile && !vm.count("threads") ? load.profile->find(shape) : nullptr;
     plan = ckjit::planner::plan_with_profile(shape, machine, entry, load.path, po_);
   } else {
     plan = ckjit::planner::plan_op(shape, machine, po_);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "jit/planner/peak_probe.h"
 #include "jit/planner/reference_runner.h"
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
@@ -30,6 +31,9 @@ static int tune_main(const std::vector<std::string>& args) {
       ("repeats,r", po::value<int>()->default_value(5), "timed runs per candidate (median kept)")
       ("candidates", po::value<int>()->default_value(6), "candidate tilings per shape")
       ("smt", "also try workers on SMT siblings")
+      ("peaks", "measure the machine's peak rates (also without --shape)")
+      ("no-peaks", "do not measure peak rates (keep those already in the profile)")
+      ("peak-mib", po::value<int>()->default_value(0), "DRAM probe buffer in MiB (0: 8 x L3)")
       ("max-mmac", po::value<double>()->default_value(200), "largest shape (million MACs) the reference runner measures")
       ("profile", po::value<std::string>(), "profile file (default: the machine's file in the ckjit cache directory)")
       ("help,h", "show this help");
@@ -40,10 +44,15 @@ static int tune_main(const std::vector<std::string>& args) {
     std::cout << "usage: ckjit tune --shape op:MxNxK[:wtype] [--shape ...] [--repeats 5] [--candidates 6]\n" << opts;
     return 0;
   }
-  if (!vm.count("shape")) throw Error("give at least one --shape op:MxNxK[:wtype] (e.g. gate_up:64x256x512:q4_k)");
+  if (!vm.count("shape") && !vm.count("peaks"))
+    throw Error("give at least one --shape op:MxNxK[:wtype] (e.g. gate_up:64x256x512:q4_k), or --peaks");
+  if (vm.count("peaks") && vm.count("no-peaks")) throw Error("--peaks and --no-peaks contradict each other");
   TensorType wtype = parse_tensor_type(vm["wtype"].as<std::string>());
   std::vector<OpShape> shapes;
-  for (const auto& s : vm["shape"].as<std::vector<std::string>>()) shapes.push_back(parse_op_shape(s, wtype));
+  if (vm.count("shape"))
+    for (const auto& s : vm["shape"].as<std::vector<std::string>>()) shapes.push_back(parse_op_shape(s, wtype));
+  int peak_mib = vm["peak-mib"].as<int>();
+  if (peak_mib < 0 || peak_mib > 65536) throw Error("--peak-mib must be in [0, 65536]");
   int repeats = vm["repeats"].as<int>(), candidates = vm["candidates"].as<int>();
   if (repeats < 1 || repeats > 1000) throw Error("--repeats must be in [1, 1000]");
   if (candidates < 1 || candidates > 1000) throw Error("--candidates must be in [1, 1000]");
@@ -63,6 +72,17 @@ static int tune_main(const std::vector<std::string>& args) {
   profile.machine = id;
   profile.created_utc.clear();
 
+  if (!vm.count("no-peaks")) {
+    planner::PeakProbeOptions popts;
+    popts.dram_buffer_bytes = std::size_t(peak_mib) << 20;
+    popts.progress = stderr;
+    profile.peaks = planner::measure_peaks(machine, popts);
+    const auto& p = *profile.peaks;
+    std::printf("peaks: int8 %.0f, bf16 %.0f, f32 %.0f GMAC/s per core; DRAM %.1f GB/s (one core %.1f); sync %.2f us/thread\n",
+                p.int8_gmacs_per_core, p.bf16_gmacs_per_core, p.f32_gmacs_per_core, p.dram_gbps, p.dram_gbps_per_core,
+                p.sync_us);
+  }
+
   // Until the JIT kernels are wired in, the reference runner is what executes the candidates.
   planner::ReferenceRunner runner(max_mmac * 1e6);
   std::printf("runner: %s\n", runner.name().c_str());
@@ -71,6 +91,7 @@ static int tune_main(const std::vector<std::string>& args) {
   topts.max_candidates = std::size_t(candidates);
   topts.allow_smt = vm.count("smt") > 0;
   topts.progress = stderr;
+  if (profile.peaks) topts.peaks = planner::apply_measured(planner::default_peak_rates(machine), *profile.peaks);
   auto results = planner::tune(shapes, machine, runner, topts, profile);
 
   int measured = 0;
@@ -87,7 +108,8 @@ static int tune_main(const std::vector<std::string>& args) {
       std::printf("  rejected %s: %s (%.2fx)\n", rej.measured.tiling.describe().c_str(), us(rej.measured.median_us).c_str(),
                   rej.ratio);
   }
-  if (measured == 0) throw Error("nothing measured: every shape was skipped; no profile written");
+  if (measured == 0 && !shapes.empty() && !vm.count("peaks"))
+    throw Error("nothing measured: every shape was skipped; no profile written");
   save_profile(profile, path);
   std::printf("profile written: %s (%zu shapes)\n", path.c_str(), profile.entries.size());
   return 0;

@@ -67,6 +67,7 @@ std::vector<ShapeResult> tune(const std::vector<OpShape>& shapes, const topo::Ma
   if (opts.repeats < 1) throw Error("tune: repeats must be at least 1");
   PlannerOptions popts;
   popts.allow_smt = opts.allow_smt;
+  popts.peaks = opts.peaks;
   const CpuBudget budget = cpu_budget(m);
 
   // Plan everything first so the progress bar knows the total.

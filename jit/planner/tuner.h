@@ -4,6 +4,7 @@
 // (warm-up, then the median of several timed runs), keep the fastest and record the rest with
 // their ratio to it. Progress and time left go to a FILE* (stderr in the CLI).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct TuneOptions {
   int warmups = 1;                 // untimed runs first (page faults, caches, pool wake-up)
   std::size_t max_candidates = 6;  // per shape
   bool allow_smt = false;          // also try workers on SMT siblings
+  std::optional<PeakRates> peaks;  // measured rates for the model's expectations (else defaults)
   std::FILE* progress = nullptr;   // progress bar with ETA; nullptr: silent
 };
 

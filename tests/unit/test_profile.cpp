@@ -67,6 +67,14 @@ Profile sample_profile(const MachineIdentity& id) {
   b.best.tiling = Tiling{2, true, 1, 64, 1, 64, 256, LoopOrder::n_k_m, SplitAxis::n};
   b.best.median_us = 9000;
   p.entries = {a, b};
+  MeasuredPeaks pk;
+  pk.int8_gmacs_per_core = 512.5;
+  pk.f32_gmacs_per_core = 128;
+  pk.dram_gbps = 44.25;
+  pk.dram_gbps_per_core = 20;
+  pk.sync_us = 1.5;
+  pk.how = "test";
+  p.peaks = pk;
   return p;
 }
 
@@ -87,6 +95,12 @@ TEST_CASE("a saved profile loads back identical") {
   const Profile& q = *l.profile;
   CHECK(q.machine == id);
   CHECK(q.created_utc == p.created_utc);
+  REQUIRE(q.peaks);
+  CHECK(q.peaks->int8_gmacs_per_core == 512.5);
+  CHECK(q.peaks->bf16_gmacs_per_core == 0);
+  CHECK(q.peaks->dram_gbps == 44.25);
+  CHECK(q.peaks->sync_us == 1.5);
+  CHECK(q.peaks->how == "test");
   REQUIRE(q.entries.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
     const auto &x = p.entries[i], &y = q.entries[i];
@@ -153,6 +167,8 @@ TEST_CASE("corrupt or stale or malformed profiles are ignored with a warning and
       {"duplicate key", replace("{\"format\"", "{\"version\":1,\"format\"")},
       {"deep nesting", std::string(100000, '[') + std::string(100000, ']')},
       {"trailing text", good + "x"},
+      {"negative peak", replace("\"dram_gbps\":44.25", "\"dram_gbps\":-44")},
+      {"peaks without a field", replace("\"sync_us\":1.5,", "")},
   };
   std::string dir = temp_dir();
   for (const auto& [name, text] : bad) {

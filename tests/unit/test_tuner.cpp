@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "jit/planner/peak_probe.h"
 #include "jit/planner/reference_runner.h"
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
@@ -158,7 +159,7 @@ TEST_CASE("decoder op shapes cover prefill and decode") {
 TEST_CASE("ckjit tune on tiny shapes completes and writes a profile that ckjit plan uses") {
   std::string dir = temp_dir();
   std::string env = "XDG_CACHE_HOME='" + dir + "'";
-  auto tune = run_ckjit(env, "tune --shape gate_up:4x48x256:q4_k --shape gemm:3x20x64:f32 --repeats 2 --candidates 3");
+  auto tune = run_ckjit(env, "tune --no-peaks --shape gate_up:4x48x256:q4_k --shape gemm:3x20x64:f32 --repeats 2 --candidates 3");
   INFO(tune.out);
   REQUIRE(tune.status == 0);
   CHECK(tune.out.find("runner: reference") != std::string::npos);
@@ -189,6 +190,44 @@ TEST_CASE("ckjit tune on tiny shapes completes and writes a profile that ckjit p
   CHECK(plan2.out.find("profile: ignored") != std::string::npos);
   auto run2 = run_ckjit(env, "run");
   CHECK(run2.out.find("profile: ignored") != std::string::npos);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("peak probes measure every rate the ISA has and the planner uses them") {
+  topo::Machine m = topo::detect_machine();
+  PeakProbeOptions o;
+  o.dram_buffer_bytes = 8 << 20;
+  o.compute_seconds = 0.005;
+  o.repeats = 1;
+  MeasuredPeaks p = measure_peaks(m, o);
+  if (m.isa.avx2) CHECK(p.int8_gmacs_per_core > 0);
+  if (m.isa.avx512bf16) CHECK(p.bf16_gmacs_per_core > 0);
+  else CHECK(p.bf16_gmacs_per_core == 0);
+  if (m.isa.avx2 && m.isa.fma) CHECK(p.f32_gmacs_per_core > 0);
+  CHECK(p.dram_gbps > 0);
+  CHECK(p.dram_gbps_per_core > 0);
+  CHECK(p.dram_gbps >= p.dram_gbps_per_core);
+  CHECK(p.how.find("8 MiB") != std::string::npos);
+
+  PeakRates d = default_peak_rates(m);
+  MeasuredPeaks only_dram;
+  only_dram.dram_gbps = 7;
+  PeakRates r = apply_measured(d, only_dram);
+  CHECK(r.dram_gbps == 7);
+  CHECK(r.int8_gmacs_per_core == d.int8_gmacs_per_core);  // unmeasured rates keep their defaults
+  CHECK(r.source.find("measured") != std::string::npos);
+}
+
+TEST_CASE("ckjit tune --peaks stores measured rates that ckjit plan reports") {
+  std::string dir = temp_dir();
+  std::string env = "XDG_CACHE_HOME='" + dir + "'";
+  auto tune = run_ckjit(env, "tune --peaks --peak-mib 8");
+  INFO(tune.out);
+  REQUIRE(tune.status == 0);
+  CHECK(tune.out.find("peaks: int8") != std::string::npos);
+  auto plan = run_ckjit(env, "plan --op gemv --m 1 --n 512 --k 512");
+  CHECK(plan.out.find("peaks: measured by `ckjit tune`") != std::string::npos);
+  CHECK(run_ckjit(env, "tune --peaks --no-peaks").status == 1);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
