@@ -4,14 +4,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "jit/planner/task_grid.h"
 #include "runtime/error.h"
 
 namespace ckjit::planner {
 namespace {
-
-struct Range {
-  int64_t begin, end;
-};
 
 uint32_t next_random(uint32_t& state) {
   state = state * 1664525u + 1013904223u;
@@ -144,18 +141,9 @@ void reference_blocked(ReferenceOperands& o, const Tiling& t, ThreadPool& pool) 
                 std::to_string(pool.size()));
   if (t.mr < 1 || t.nr < 1 || t.mc < 1 || t.nc < 1 || t.kc < 1) throw Error("reference: blocks must be positive");
   const OpShape& s = o.shape;
+  const TaskGrid grid{s, t};
   with_kernel(o, [&](auto& k) {
-    if (t.split == SplitAxis::n) {
-      const std::size_t tasks = std::size_t((s.n + t.nc - 1) / t.nc);
-      pool.run(tasks, [&](std::size_t j, int) {
-        k.task({0, s.m}, {int64_t(j) * t.nc, std::min<int64_t>(s.n, int64_t(j + 1) * t.nc)}, t);
-      });
-    } else {
-      const std::size_t tasks = std::size_t((s.m + t.mc - 1) / t.mc);
-      pool.run(tasks, [&](std::size_t i, int) {
-        k.task({int64_t(i) * t.mc, std::min<int64_t>(s.m, int64_t(i + 1) * t.mc)}, {0, s.n}, t);
-      });
-    }
+    pool.run(grid.tasks(), [&](std::size_t task, int) { k.task(grid.rows(task), grid.cols(task), t); });
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "jit/planner/peak_probe.h"
 #include "jit/planner/reference_runner.h"
+#include "jit/planner/task_grid.h"
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
 #include "runtime/json_reader.h"
@@ -91,6 +92,27 @@ TEST_CASE("the blocked reference equals the plain loop for every tiling (exactly
       CHECK(blocked.y == naive.y);
       reference_blocked(blocked, t, pool);  // a second run starts from zero again
       CHECK(blocked.y == naive.y);
+    }
+  }
+}
+
+TEST_CASE("task grids cover every output element exactly once") {
+  OpShape s{OpKind::gemm, TensorType::Q8_0, 37, 101, 64};
+  for (SplitAxis split : {SplitAxis::n, SplitAxis::m}) {
+    for (int64_t block : {1, 5, 16, 200}) {
+      Tiling t;
+      t.split = split;
+      t.mc = block, t.nc = block;
+      TaskGrid g{s, t};
+      std::vector<int> hits(std::size_t(s.m * s.n));
+      for (std::size_t task = 0; task < g.tasks(); ++task) {
+        Range r = g.rows(task), c = g.cols(task);
+        CHECK(r.begin < r.end);
+        CHECK(c.begin < c.end);
+        for (int64_t i = r.begin; i < r.end; ++i)
+          for (int64_t j = c.begin; j < c.end; ++j) ++hits[std::size_t(i * s.n + j)];
+      }
+      for (int h : hits) REQUIRE(h == 1);
     }
   }
 }
