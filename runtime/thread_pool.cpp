@@ -169,7 +169,6 @@ void ThreadPool::run(std::size_t n_tasks, const TaskFn& fn) {
   int helpers = int(std::min<std::size_t>(std::size_t(size() - 1), n_tasks - 1));
   job_ = &fn;
   job_tasks_ = n_tasks;
-  job_helpers_ = helpers;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);
   helpers_left_.store(uint32_t(helpers));

@@ -74,7 +74,6 @@ class ThreadPool {
   // The current job (written by the caller before bumping the generations).
   const TaskFn* job_ = nullptr;
   std::size_t job_tasks_ = 0;
-  int job_helpers_ = 0;                      // helpers taking part (workers 1..job_helpers_)
   alignas(64) std::atomic<std::size_t> next_task_{0};
   alignas(64) std::atomic<uint32_t> helpers_left_{0};  // futex word the caller sleeps on
   std::atomic<uint32_t> caller_sleeping_{0};
