@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "runtime/error.h"
+#include "runtime/profile.h"
 #include "tools/command.h"
 #include "topology/machine.h"
 
@@ -23,6 +24,7 @@ static int run_main(const std::vector<std::string>& args) {
       ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed")
+      ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("help,h", "show this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -33,6 +35,9 @@ static int run_main(const std::vector<std::string>& args) {
   }
   auto machine = ckjit::topo::detect_machine();
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
+  // A stale, corrupt or foreign profile is reported and ignored, never fatal.
+  if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
+  else std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
   if (vm.count("threads") && vm["threads"].as<int>() < 1) throw ckjit::Error("--threads must be at least 1");
   // Until the Qwen3-VL decoder lands, the run stops here with an exact statement of what is missing.
   const char* missing = "this build has no Qwen3-VL decoder yet (issue 5: text decoder; the vision tower follows)";
