@@ -63,8 +63,27 @@ std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed) {
   return v;
 }
 
+std::vector<quant::BlockQ5_K> random_q5k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ5_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    b.d = quant::f32_to_f16(scale(rng));
+    b.dmin = quant::f32_to_f16(scale(rng));
+    for (auto& s : b.scales) s = uint8_t(byte(rng));
+    for (auto& q : b.qh) q = uint8_t(byte(rng));
+    for (auto& q : b.qs) q = uint8_t(byte(rng));
+  }
+  return v;
+}
+
 // Random weights of the spec's type, repacked for its ISA.
 PackedWeights random_packed(const KernelSpec& spec, int64_t n, int64_t k, uint32_t seed) {
+  if (spec.wtype == TensorType::Q5_K) {
+    auto q = random_q5k(n, k, seed);
+    return repack_q5_K(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
   if (spec.wtype == TensorType::Q8_0) {
     auto q = random_q80(n, k, seed);
     return repack_q8_0(q.data(), n, k, panel_cols(spec.isa), 2);
@@ -394,6 +413,40 @@ TEST_SUITE("jit") {
     float r = ref_dot_q80(w.panel_ptr(0), 16, 0, reinterpret_cast<const uint8_t*>(xq.data()), 8);
     float vd = quant::vec_dot_q8_0_q8_0(wq.data(), xq.data(), 256);
     CHECK(std::fabs(r - vd) <= 1e-5f * (1.0f + std::fabs(vd)));
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q5_K repack is lossless and its reference matches llama.cpp's vec_dot") {
+    auto src = random_q5k(23, 512, 9);
+    PackedWeights w = repack_q5_K(src.data(), 23, 512, 16, 2);
+    std::vector<quant::BlockQ5_K> back(src.size());
+    unpack_q5_K(w, back.data());
+    CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ5_K)) == 0);
+    auto x = random_q8k(1, 512, 10);
+    for (int l = 0; l < 3; ++l) {
+      float r = ref_dot_q5k(w.panel_ptr(0), 16, l, reinterpret_cast<const uint8_t*>(x.data()), 2);
+      float v = quant::vec_dot_q5_K_q8_K(src.data() + 2 * l, x.data(), 512);
+      CHECK(std::fabs(r - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("Q5_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = TensorType::Q5_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {7, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = TensorType::Q5_K;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = TensorType::Q5_K;
+    check_matmul(sw, 7, 33, 4);
   }
 }
 
