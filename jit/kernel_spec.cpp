@@ -109,7 +109,8 @@ void KernelSpec::validate() const {
                    (atype == TensorType::Q8_0 && wtype == TensorType::Q8_0);
     if (!pair_ok) fail("unsupported weight/activation pair");
     if ((op == Op::SwiGLU) != (epilogue == Epilogue::SwiGLU)) fail("op swiglu goes with ep=swiglu and only it");
-    if (mr < 1 || mr > 8) fail("mr must be 1..8");
+    if (isa == IsaPath::Amx && mr != 16) fail("AMX kernels work on 16-row tiles (mr=16)");
+    if (isa != IsaPath::Amx && (mr < 1 || mr > 8)) fail("mr must be 1..8");
     if (nr < 1 || nr > 4) fail("nr must be 1..4");
     if (op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
   }
