@@ -450,6 +450,35 @@ TEST_SUITE("jit") {
   }
 }
 
+TEST_SUITE("jit") {
+  TEST_CASE("SwiGLU straight into Q8_K equals SwiGLU then the reference quantizer") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    const int64_t m = 7, n = 768, k = 512;
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, k, Epilogue::SwiGLU);
+    PackedWeights g = random_packed(sw, n, k, 1), u = random_packed(sw, n, k, 2);
+    auto x = random_q8k(m, k, 3);
+    MatmulOperands op;
+    op.w = &g;
+    op.w2 = &u;
+    op.x = x.data();
+    op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+    std::vector<float> y(size_t(m * n));
+    op.y = y.data();
+    op.ldy = n * 4;
+    const JitKernel& ks = global_code_cache().get(sw);
+    run_tile(ks, op, {0, m, 0, n});
+    std::vector<BlockQ8_K> want(size_t(m * n / 256)), got(want.size());
+    for (int64_t r = 0; r < m; ++r) quant::quantize_row_q8_K(y.data() + r * n, want.data() + r * (n / 256), n);
+    const JitKernel& q = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=avx512,k=256"));
+    const int64_t ldd = n / 256 * int64_t(sizeof(BlockQ8_K));
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, 3, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {3, m, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 512, n});
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(BlockQ8_K)) == 0);
+    CHECK_THROWS_AS(run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 16, 256}), Error);
+  }
+}
+
 TEST_SUITE("slow") {
   TEST_CASE("Q4_K GEMM and SwiGLU avx512 at M = 1028") {
     if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
