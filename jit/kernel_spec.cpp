@@ -61,7 +61,7 @@ std::string KernelSpec::to_string() const {
   std::ostringstream o;
   o << "op=" << op_name(op) << ",w=" << name_of(kTypes, wtype) << ",a=" << name_of(kTypes, atype)
     << ",isa=" << isa_name(isa) << ",mr=" << mr << ",nr=" << nr << ",kc=" << kc << ",nc=" << nc
-    << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
+    << ",pf=" << pf << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
   return o.str();
 }
 
@@ -82,6 +82,7 @@ KernelSpec KernelSpec::parse(const std::string& text) {
     else if (key == "nr") s.nr = parse_small(key, val);
     else if (key == "kc") s.kc = parse_small(key, val);
     else if (key == "nc") s.nc = parse_small(key, val);
+    else if (key == "pf") s.pf = parse_small(key, val);
     else if (key == "k") s.k = parse_int(key, val);
     else if (key == "m") {
       auto dash = val.find('-');
@@ -118,6 +119,7 @@ void KernelSpec::validate() const {
   int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
   if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));
   if (kc < 0 || nc < 0) fail("negative cache block");
+  if (pf > 64) fail("prefetch distance must be 0..64 blocks");
   if (m_min < 1 || (m_max != 0 && m_max < m_min)) fail("bad m range");
 }
 

@@ -217,6 +217,9 @@ class MatmulAvx512Frame : public Emitter {
       }
     Label sb;
     L(sb);
+    if (spec_.pf > 0)  // pull the weight blocks pf ahead into L2 (past-the-end prefetches are harmless)
+      for (int st = 0; st < ns; ++st)
+        for (int64_t off = 0; off < block_bytes_; off += 64) prefetcht1(ptr[stream(st, spec_.pf * block_bytes_ + off)]);
     emit_superblock(mr, ns);
     add(rsi, int(block_bytes_));
     add(r8, int(block_bytes_));

@@ -31,7 +31,7 @@ struct Options {
   int runs = 5;
   int mb = 128;  // activation rows per kernel call (L2 block)
   std::string prefill_blocks = "mr=6,nr=2";  // register block of the prefill SwiGLU kernel
-  std::string decode_blocks = "mr=1,nr=4";
+  std::string decode_blocks = "mr=1,nr=4,pf=0";
   std::string only;
   bool ggml = true;
   std::string ggml_dir = std::string(CKJIT_SOURCE_DIR) + "/.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64";

@@ -181,6 +181,7 @@ TEST_SUITE("jit") {
     KernelSpec s = q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU);
     s.m_min = 2;
     s.kc = 4;
+    s.pf = 2;
     KernelSpec p = KernelSpec::parse(s.to_string());
     CHECK(p == s);
     CHECK(p.to_string() == s.to_string());
@@ -190,6 +191,7 @@ TEST_SUITE("jit") {
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,w=q4_K,a=q8_0"), Error);
     CHECK_THROWS_AS(KernelSpec::parse("op=swiglu,k=256,nr=3,ep=swiglu"), Error);
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,mr=x"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,pf=100"), Error);
     CHECK_THROWS_AS(KernelSpec::parse(""), Error);
   }
 
@@ -280,6 +282,9 @@ TEST_SUITE("jit") {
         for (int64_t n : {5, 53, 100}) check_matmul(q4k_spec(Op::Gemm, 4, 3, k), m, n, uint32_t(k + m * 7 + n));
     check_matmul(q4k_spec(Op::Gemm, 6, 2, 256), 13, 70, 5);
     check_matmul(q4k_spec(Op::Gemm, 4, 3, 256, Epilogue::ResidualAdd), 7, 61, 6);
+    KernelSpec pf = q4k_spec(Op::Gemv, 1, 4, 1024);
+    pf.pf = 2;  // prefetching must not change results
+    check_matmul(pf, 1, 70, 8);
   }
 
   TEST_CASE("Q4_K GEMV avx512 (M = 1 and small M) equals its scalar twin") {
