@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
     std::getline(f, l);
     return l + "\n";
   }().c_str());
-  std::printf("times: median of %d runs after a warm-up\n", o.runs);
+  std::printf("times: median of %d runs after a warm-up; peaks and bandwidth: best of 5 runs\n", o.runs);
   std::vector<double> peak(3, 0.0);
   double dram[3] = {0, 0, 0};
   for (int nt : o.threads) {
