@@ -43,7 +43,7 @@ class MatmulAvx2Frame : public Emitter {
   bool swiglu_ = false;
   int mr_ = 0, np_ = 0, nb_ = 0;
   int64_t ps_ = 0;
-  Label consts_, iota_;
+  Label consts_, iota_, ones16_;
 
   int acc_bytes() const { return 2 * 6 * 4 * 32; }
   int off_acc(int m, int st, int ns, bool mins) const { return ((mins ? 6 * 4 : 0) + m * ns + st) * 32; }
@@ -168,6 +168,8 @@ class MatmulAvx2Frame : public Emitter {
     align(32);
     L(iota_);
     for (int i = 0; i < 8; ++i) dd(uint32_t(i));
+    L(ones16_);
+    for (int i = 0; i < 8; ++i) dd(0x00010001);
   }
 
   void emit_mloop(int np) {

@@ -485,6 +485,21 @@ TEST_SUITE("jit") {
 }
 
 TEST_SUITE("jit") {
+  TEST_CASE("Q8_0 avx2 GEMM and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = g.atype = TensorType::Q8_0;
+    for (int64_t k : {32, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = sw.atype = TensorType::Q8_0;
+    check_matmul(sw, 3, 17, 4);
+  }
+
   TEST_CASE("Q5_K avx2 GEMM and SwiGLU equal their scalar twins") {
     if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
     KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
