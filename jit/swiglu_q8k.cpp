@@ -16,6 +16,8 @@ void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& q, const M
   if (!op.w || op.w->n % quant::QK_K != 0 || t.n_begin % quant::QK_K != 0 ||
       (t.n_end % quant::QK_K != 0 && t.n_end != op.w->n))
     throw Error("run_swiglu_to_q8k_tile: columns must be whole 256-blocks");
+  swiglu.require_runnable();
+  q.require_runnable();
   const int64_t width = t.n_end - t.n_begin;
   if (width <= 0 || t.m_end <= t.m_begin) return;
   const int64_t chunk = std::max<int64_t>(1, (256 << 10) / (width * 4));  // rows per ~256 KiB of scratch

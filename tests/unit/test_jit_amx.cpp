@@ -45,6 +45,7 @@ TEST_SUITE("jit") {
           CHECK(c.rows(0) == 5);
           const JitKernel& kern = global_code_cache().get(spec);
           CHECK(kern.size() > 1000);
+          if (!kern.runnable()) CHECK_THROWS_AS(kern.require_runnable(), Error);
           CHECK(kern.size() < 200000);
           if (have_objdump && k == 256) {
             std::string d = describe_kernel(text);

@@ -314,6 +314,10 @@ TEST_SUITE("jit") {
     for (int64_t m : {1, 2, 3, 17})
       check_matmul(q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), m, 27, uint32_t(m * 5));
     CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::Gemm, 4, 2, 256, Epilogue::Store, a2)), Error);
+    // A kernel above the allowed ISA is still emitted (for inspection) but refuses to run.
+    const JitKernel& wide = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(wide.runnable() == avx512_runs());
+    if (!wide.runnable()) CHECK_THROWS_AS(wide.require_runnable(), Error);
   }
 
   TEST_CASE("avx2 and avx512 Q4_K paths give bit-identical outputs") {
