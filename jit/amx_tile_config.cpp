@@ -15,6 +15,8 @@ AmxTileConfig amx_tile_config(const KernelSpec& spec) {
   c.streams = spec.nr;  // weight streams (SwiGLU: gate and up of nr/2 output panels)
   if (c.streams < 1 || c.streams > 2) throw Error("AMX kernels take nr = 1 or 2 (tile budget): " + spec.to_string());
   if (spec.mr != 16) throw Error("AMX kernels work on 16-row tiles: mr must be 16: " + spec.to_string());
+  // Elements per tile product: one scale sub-block (Q6_K: 16) or 32 (Q4_K, Q5_K, Q8_0 blocks).
+  const int kdim = spec.wtype == TensorType::Q6_K ? 16 : 32;
   c.bytes[0] = 1;  // palette 1
   auto set = [&](int tile, int rows, int colsb) {
     c.bytes[size_t(16 + 2 * tile)] = uint8_t(colsb & 0xff);
@@ -23,9 +25,9 @@ AmxTileConfig amx_tile_config(const KernelSpec& spec) {
   };
   for (int t = 0; t < c.streams; ++t) {
     set(t, 16, 64);                      // C: 16 rows x 16 int32
-    set(AmxTileConfig::kBTile0 + t, 8, 64);  // B: 8 quad rows x (16 columns x 4 bytes)
+    set(AmxTileConfig::kBTile0 + t, kdim / 4, 64);  // B: quad rows x (16 columns x 4 bytes)
   }
-  set(AmxTileConfig::kATile, 16, 32);    // A: 16 rows x 32 int8
+  set(AmxTileConfig::kATile, 16, kdim);  // A: 16 rows x kdim int8
   return c;
 }
 

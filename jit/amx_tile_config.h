@@ -9,8 +9,8 @@ namespace ckjit::jit {
 
 struct AmxTileConfig {
   // Tiles 0..streams-1: int32 accumulators C (rows x 64 bytes); tile 4: activations A
-  // (rows x 32 bytes: one 32-element sub-block of 16 rows); tiles 6..6+streams-1: weights B
-  // (8 rows of 4-quant groups x 64 bytes = 16 columns).
+  // (rows x K bytes, K = 32 elements: a Q4_K/Q5_K sub-block or a Q8_0 block; 16 for a Q6_K
+  // sub-block); tiles 6..6+streams-1: weights B (K/4 rows of 4-quant groups x 64 bytes = 16 columns).
   std::array<uint8_t, 64> bytes{};
   int streams = 0;
   static constexpr int kATile = 4, kBTile0 = 6;

@@ -10,7 +10,7 @@ std::unique_ptr<Emitter> make_q6k_avx512_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_quantize_q8k_avx512_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q80_avx512_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q5k_avx512_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q4k_amx_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_amx_matmul_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_quantize_q8k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q6k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec);
@@ -23,7 +23,7 @@ std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
   if (matmul && spec.wtype == TensorType::Q4_K && spec.isa == IsaPath::Avx512) return make_q4k_avx512_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q4_K && spec.isa == IsaPath::Avx2) return make_q4k_avx2_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q6_K && spec.isa == IsaPath::Avx512) return make_q6k_avx512_emitter(spec);
-  if (matmul && spec.wtype == TensorType::Q4_K && spec.isa == IsaPath::Amx) return make_q4k_amx_emitter(spec);
+  if (matmul && spec.isa == IsaPath::Amx) return make_amx_matmul_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q6_K && spec.isa == IsaPath::Avx2) return make_q6k_avx2_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q5_K && spec.isa == IsaPath::Avx2) return make_q5k_avx2_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q5_K && spec.isa == IsaPath::Avx512) return make_q5k_avx512_emitter(spec);

@@ -13,13 +13,16 @@ using namespace ckjit;
 using namespace ckjit::jit;
 
 TEST_SUITE("jit") {
-  TEST_CASE("AMX Q4_K specs emit with a consistent tile configuration") {
+  TEST_CASE("AMX specs of every weight type emit with a consistent tile configuration") {
     const bool have_objdump = std::system("command -v objdump >/dev/null 2>&1") == 0;
+    for (const char* types : {"w=q4_K,a=q8_K", "w=q5_K,a=q8_K", "w=q6_K,a=q8_K", "w=q8_0,a=q8_0"})
     for (const char* op : {"gemm", "gemv", "swiglu"})
       for (int nr : {1, 2})
         for (int64_t k : {256, 4096}) {
           if (std::string(op) == "swiglu" && nr != 2) continue;
-          std::string text = std::string("op=") + op + ",w=q4_K,a=q8_K,isa=amx,mr=16,nr=" + std::to_string(nr) +
+          const bool q6 = std::string(types).find("q6_K") != std::string::npos;
+          const bool q80 = std::string(types).find("q8_0") != std::string::npos;
+          std::string text = std::string("op=") + op + "," + types + ",isa=amx,mr=16,nr=" + std::to_string(nr) +
                              ",k=" + std::to_string(k) + (std::string(op) == "swiglu" ? ",ep=swiglu" : "");
           KernelSpec spec = KernelSpec::parse(text);
           AmxTileConfig c = amx_tile_config(spec);
@@ -27,7 +30,7 @@ TEST_SUITE("jit") {
           CHECK(c.streams == nr);
           const int A = AmxTileConfig::kATile;
           CHECK(c.rows(A) == 16);
-          CHECK(c.colsb(A) == 32);
+          CHECK(c.colsb(A) == (q6 ? 16 : 32));
           for (int t = 0; t < nr; ++t) {
             const int B = AmxTileConfig::kBTile0 + t;
             CHECK(c.rows(t) == c.rows(A));       // C rows = A rows
@@ -50,7 +53,7 @@ TEST_SUITE("jit") {
           if (have_objdump && k == 256) {
             std::string d = describe_kernel(text);
             CHECK(d.find("ldtilecfg") != std::string::npos);
-            CHECK(d.find("tdpbsud") != std::string::npos);
+            CHECK(d.find(q80 ? "tdpbssd" : "tdpbsud") != std::string::npos);
             CHECK(d.find("tilerelease") != std::string::npos);
           }
         }

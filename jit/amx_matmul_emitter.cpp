@@ -1,5 +1,8 @@
-// Q4_K x Q8_K matmul with AMX-INT8 (emitted for CPUs that grant AMX tile data): GEMM, GEMV and
-// fused Gate-Up SwiGLU on tiles of 16 activation rows x 16 weight columns.
+// Matmul with AMX-INT8 (emitted for CPUs that grant AMX tile data): GEMM, GEMV and fused Gate-Up
+// SwiGLU on tiles of 16 activation rows x 16 weight columns, for Q4_K, Q5_K, Q6_K (x Q8_K) and
+// Q8_0 (x Q8_0). Q5_K/Q6_K/Q8_0 panels are already in VNNI order and are loaded as B tiles
+// directly; Q8_0 uses tdpbssd (both signed), the K-quants tdpbsud. The integer sums and float
+// orders are those of the AVX-512 kernels of each type. Q4_K in detail:
 // Per 32-element sub-block: the masked nibbles of each weight panel (0x0F, or 0xF0 = 16·q as in
 // the AVX-512 kernel) are written as a B tile (8 quad rows x 64 bytes: the panel layout is already
 // VNNI order), the 16 activation rows' 32 quants are loaded as the A tile straight from the Q8_K
@@ -15,15 +18,61 @@
 namespace ckjit::jit {
 namespace {
 
-class Q4KAmx : public MatmulAvx512Frame {
+template <TensorType kType>
+class AmxMatmul : public MatmulAvx512Frame {
  public:
-  explicit Q4KAmx(const KernelSpec& s)
-      : MatmulAvx512Frame(s, Q4KPanelLayout{16}.bytes(), quant::QK_K, true), cfg_(amx_tile_config(s)) {
+  explicit AmxMatmul(const KernelSpec& s)
+      : MatmulAvx512Frame(s, block_bytes(), kType == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K, has_min()),
+        cfg_(amx_tile_config(s)) {
     generate_amx();
   }
 
  private:
-  const Q4KPanelLayout L_{16};
+  static constexpr bool has_min() { return kType == TensorType::Q4_K || kType == TensorType::Q5_K; }
+  static int64_t block_bytes() {
+    switch (kType) {
+      case TensorType::Q4_K: return Q4KPanelLayout{16}.bytes();
+      case TensorType::Q5_K: return Q5KPanelLayout{16}.bytes();
+      case TensorType::Q6_K: return Q6KPanelLayout{16}.bytes();
+      default: return Q80PanelLayout{16}.bytes();
+    }
+  }
+  // Tile products per weight block, elements per product, and where product u's quads start.
+  static constexpr int units() { return kType == TensorType::Q6_K ? 16 : kType == TensorType::Q8_0 ? 1 : 8; }
+  static constexpr int kdim() { return kType == TensorType::Q6_K ? 16 : 32; }
+  int act_block_bytes() const override {
+    return kType == TensorType::Q8_0 ? int(sizeof(quant::BlockQ8_0)) : kQ8KBytes;
+  }
+  int act_quants_offset() const { return kType == TensorType::Q8_0 ? 2 : kQ8KQs; }
+  int64_t quad_offset(int u, int j) const {
+    switch (kType) {
+      case TensorType::Q4_K: return Q4KPanelLayout{16}.quad(u, j);
+      case TensorType::Q5_K: return Q5KPanelLayout{16}.quad(u, j);
+      case TensorType::Q6_K: return Q6KPanelLayout{16}.u(4 * u + j);
+      default: return Q80PanelLayout{16}.qs(j);
+    }
+  }
+  // Loads the per-column int32 scale of product u into z (nothing for Q8_0).
+  void load_unit_scale(const Zmm& z, int st, int u) {
+    if constexpr (kType == TensorType::Q4_K) {
+      vpmovzxbd(z, ptr[stream(st, Q4KPanelLayout{16}.sc(u))]);
+      if (u % 2 == 0) vpslld(z, z, 4);
+    } else if constexpr (kType == TensorType::Q5_K) {
+      vpmovzxbd(z, ptr[stream(st, Q5KPanelLayout{16}.sc(u))]);
+    } else if constexpr (kType == TensorType::Q6_K) {
+      vpmovsxbw(z, ptr[stream(st, Q6KPanelLayout{16}.scp(u / 2))]);
+      if (u % 2 == 0) vpslld(z, z, 16);
+      vpsrad(z, z, 16);
+    }
+  }
+  void emit_load_act_scale(const Zmm& z, int m) override {
+    if constexpr (kType == TensorType::Q8_0) {
+      vpbroadcastw(Xbyak::Ymm(z.getIdx()), ptr[xrow(m, 0)]);
+      vcvtph2ps(z, Xbyak::Ymm(z.getIdx()));
+    } else {
+      vbroadcastss(z, ptr[xrow(m, 0)]);
+    }
+  }
   AmxTileConfig cfg_;
   // Stack frame.
   static constexpr int kCfg = 0, kB = 64, kC = kB + 2 * 512, kS = kC + 2 * 1024, kAcc = kS + 2 * 1024,
@@ -170,57 +219,100 @@ class Q4KAmx : public MatmulAvx512Frame {
     L(sb);
     for (int st = 0; st < ns; ++st)
       for (int q = 0; q < 16; ++q) vmovdqu32(ptr[rsp + kS + st * 1024 + q * 64], zA);
-    for (int s = 0; s < 8; ++s) {
-      const Zmm& mask = s % 2 == 0 ? zLo : zHi;
+    for (int u = 0; u < units(); ++u) {
       mov(edx, 64);
       for (int st = 0; st < ns; ++st) {
-        for (int j = 0; j < 8; ++j) {
-          vpandd(Zmm(0), mask, ptr[stream(st, L_.quad(s, j))]);
-          vmovdqu32(ptr[rsp + kB + st * 512 + j * 64], Zmm(0));
+        const Xbyak::Tmm B(AmxTileConfig::kBTile0 + st);
+        if constexpr (kType == TensorType::Q4_K) {
+          const Zmm& mask = u % 2 == 0 ? zLo : zHi;
+          for (int j = 0; j < 8; ++j) {
+            vpandd(Zmm(0), mask, ptr[stream(st, quad_offset(u, j))]);
+            vmovdqu32(ptr[rsp + kB + st * 512 + j * 64], Zmm(0));
+          }
+          tileloadd(B, ptr[rsp + rdx + kB + st * 512]);
+        } else {
+          tileloadd(B, ptr[stream(st, quad_offset(u, 0)) + rdx]);
         }
-        tileloadd(Xbyak::Tmm(AmxTileConfig::kBTile0 + st), ptr[rsp + rdx + kB + st * 512]);
       }
-      tileloadd(Xbyak::Tmm(AmxTileConfig::kATile), ptr[r9 + r11 + kQ8KQs + 32 * s]);
+      tileloadd(Xbyak::Tmm(AmxTileConfig::kATile), ptr[r9 + r11 + act_quants_offset() + kdim() * u]);
       for (int st = 0; st < ns; ++st) {
         tilezero(Xbyak::Tmm(st));
-        tdpbsud(Xbyak::Tmm(st), Xbyak::Tmm(AmxTileConfig::kATile), Xbyak::Tmm(AmxTileConfig::kBTile0 + st));
+        if constexpr (kType == TensorType::Q8_0)
+          tdpbssd(Xbyak::Tmm(st), Xbyak::Tmm(AmxTileConfig::kATile), Xbyak::Tmm(AmxTileConfig::kBTile0 + st));
+        else
+          tdpbsud(Xbyak::Tmm(st), Xbyak::Tmm(AmxTileConfig::kATile), Xbyak::Tmm(AmxTileConfig::kBTile0 + st));
         tilestored(ptr[rsp + rdx + kC + st * 1024], Xbyak::Tmm(st));
       }
-      for (int st = 0; st < ns; ++st) {
-        vpmovzxbd(Zmm(1 + st), ptr[stream(st, L_.sc(s))]);
-        if (s % 2 == 0) vpslld(Zmm(1 + st), Zmm(1 + st), 4);
-      }
+      for (int st = 0; st < ns; ++st) load_unit_scale(Zmm(1 + st), st, u);
       row_loop([&] {
         for (int st = 0; st < ns; ++st) {
           vmovdqu32(Zmm(3), ptr[rsp + rdx + kC + st * 1024]);
-          vpmulld(Zmm(3), Zmm(3), Zmm(1 + st));
+          if constexpr (kType != TensorType::Q8_0) vpmulld(Zmm(3), Zmm(3), Zmm(1 + st));
           vpaddd(Zmm(3), Zmm(3), ptr[rsp + rdx + kS + st * 1024]);
           vmovdqu32(ptr[rsp + rdx + kS + st * 1024], Zmm(3));
         }
       });
     }
-    // Per row: S >> 4, the min term and the float update.
+    // Per row: the correction terms (Q4_K/Q5_K mins, Q6_K -32 bias) and the float update.
     vpbroadcastd(zD, cst_scalar(2));
     for (int st = 0; st < ns; ++st) {
       for (int s = 0; s < 8; ++s) {
-        vpmovzxbd(Zmm(8 + 8 * st + s), ptr[stream(st, L_.mn(s))]);
-        vpmulld(Zmm(8 + 8 * st + s), Zmm(8 + 8 * st + s), zD);
+        const Zmm z(8 + 8 * st + s);
+        if constexpr (has_min()) {
+          const int64_t mn = kType == TensorType::Q4_K ? Q4KPanelLayout{16}.mn(s) : Q5KPanelLayout{16}.mn(s);
+          vpmovzxbd(z, ptr[stream(st, mn)]);
+          vpmulld(z, z, zD);
+        } else if constexpr (kType == TensorType::Q6_K) {
+          vpmovsxbw(z, ptr[stream(st, Q6KPanelLayout{16}.scp(s))]);
+        }
       }
-      vcvtph2ps(Zmm(4 + st), ptr[stream(st, L_.d())]);
-      vcvtph2ps(Zmm(6 + st), ptr[stream(st, L_.dmin())]);
+      int64_t d_off = 0, dmin_off = 0;
+      if constexpr (kType == TensorType::Q4_K) d_off = Q4KPanelLayout{16}.d(), dmin_off = Q4KPanelLayout{16}.dmin();
+      if constexpr (kType == TensorType::Q5_K) d_off = Q5KPanelLayout{16}.d(), dmin_off = Q5KPanelLayout{16}.dmin();
+      if constexpr (kType == TensorType::Q6_K) d_off = Q6KPanelLayout{16}.d();
+      if constexpr (kType == TensorType::Q8_0) d_off = Q80PanelLayout{16}.d();
+      vcvtph2ps(Zmm(4 + st), ptr[stream(st, d_off)]);
+      if (has_min()) vcvtph2ps(Zmm(6 + st), ptr[stream(st, dmin_off)]);
     }
     mov(ptr[rsp + kSpill], r13);
     mov(r13, r9);
     row_loop([&] {
+      emit_row_update(ns);  // r13 = this row's activation block; rows advance by ldx
+      add(r13, r11);
+    });
+    mov(r13, ptr[rsp + kSpill]);
+    vpxord(zA, zA, zA);
+    add(rsi, int(block_bytes_));
+    add(r8, int(block_bytes_));
+    add(r9, act_block_bytes());
+    dec(ecx);
+    jnz(sb, T_NEAR);
+    emit_rows_epilogue(np, ns);
+  }
+
+  // One row (activation block at r13, stack row offset rdx) of the per-block update.
+  void emit_row_update(int ns) {
+    if constexpr (kType == TensorType::Q8_0) {
+      vpbroadcastw(Xbyak::Ymm(zD.getIdx()), ptr[r13]);
+      vcvtph2ps(zD, Xbyak::Ymm(zD.getIdx()));
+    } else {
       vbroadcastss(zD, ptr[r13]);
-      for (int st = 0; st < ns; ++st) {
-        vmovdqu32(Zmm(0), ptr[rsp + rdx + kS + st * 1024]);
-        vpsrad(Zmm(0), Zmm(0), 4);
-        vcvtdq2ps(Zmm(0), Zmm(0));
-        vmulps(zF, Zmm(4 + st), zD);
-        vmovups(zA, ptr[rsp + rdx + kAcc + st * 1024]);
-        vfmadd231ps(zA, Zmm(0), zF);
-        vmovups(ptr[rsp + rdx + kAcc + st * 1024], zA);
+    }
+    for (int st = 0; st < ns; ++st) {
+      vmovdqu32(Zmm(0), ptr[rsp + rdx + kS + st * 1024]);
+      if constexpr (kType == TensorType::Q4_K) vpsrad(Zmm(0), Zmm(0), 4);
+      if constexpr (kType == TensorType::Q6_K) {
+        vpxord(Zmm(1), Zmm(1), Zmm(1));
+        for (int i = 0; i < 8; ++i) vpdpwssd(Zmm(1), Zmm(8 + 8 * st + i), ptr_b[r13 + kQ8KBsums + 4 * i]);
+        vpslld(Zmm(1), Zmm(1), 5);
+        vpsubd(Zmm(0), Zmm(0), Zmm(1));
+      }
+      vcvtdq2ps(Zmm(0), Zmm(0));
+      vmulps(zF, Zmm(4 + st), zD);
+      vmovups(zA, ptr[rsp + rdx + kAcc + st * 1024]);
+      vfmadd231ps(zA, Zmm(0), zF);
+      vmovups(ptr[rsp + rdx + kAcc + st * 1024], zA);
+      if constexpr (has_min()) {
         vpxord(Zmm(1), Zmm(1), Zmm(1));
         for (int s = 0; s < 8; ++s) vpdpwssd(Zmm(1), Zmm(8 + 8 * st + s), ptr_b[r13 + kQ8KBsums + 4 * s]);
         vcvtdq2ps(Zmm(1), Zmm(1));
@@ -229,16 +321,7 @@ class Q4KAmx : public MatmulAvx512Frame {
         vfmadd231ps(zA, Zmm(1), zF);
         vmovups(ptr[rsp + rdx + kAccm + st * 1024], zA);
       }
-      add(r13, r11);
-    });
-    mov(r13, ptr[rsp + kSpill]);
-    vpxord(zA, zA, zA);
-    add(rsi, int(L_.bytes()));
-    add(r8, int(L_.bytes()));
-    add(r9, kQ8KBytes);
-    dec(ecx);
-    jnz(sb, T_NEAR);
-    emit_rows_epilogue(np, ns);
+    }
   }
 
   void emit_rows_epilogue(int np, int ns) {
@@ -278,6 +361,14 @@ class Q4KAmx : public MatmulAvx512Frame {
 
 }  // namespace
 
-std::unique_ptr<Emitter> make_q4k_amx_emitter(const KernelSpec& spec) { return std::make_unique<Q4KAmx>(spec); }
+std::unique_ptr<Emitter> make_amx_matmul_emitter(const KernelSpec& spec) {
+  switch (spec.wtype) {
+    case TensorType::Q4_K: return std::make_unique<AmxMatmul<TensorType::Q4_K>>(spec);
+    case TensorType::Q5_K: return std::make_unique<AmxMatmul<TensorType::Q5_K>>(spec);
+    case TensorType::Q6_K: return std::make_unique<AmxMatmul<TensorType::Q6_K>>(spec);
+    case TensorType::Q8_0: return std::make_unique<AmxMatmul<TensorType::Q8_0>>(spec);
+    default: throw Error("no AMX emitter for " + spec.to_string());
+  }
+}
 
 }  // namespace ckjit::jit
