@@ -59,7 +59,8 @@ class MatmulAvx512Frame : public Emitter {
   int off_ldr_mr() const { return acc_bytes() + 32; }
   int off_ldy() const { return acc_bytes() + 40; }
   int off_ldr() const { return acc_bytes() + 48; }
-  int frame() const { return acc_bytes() + 64; }
+  int off_scratch() const { return acc_bytes() + 64; }  // 256 bytes for the derived emitter
+  int frame() const { return acc_bytes() + 64 + 256; }
 
   // Register roles. rdi args, r15/rbx weight group bases (gate/up), r14 x of the m-block, rax y of
   // the tile, rbp residual of the tile, r12 rows left, r13 panels left, r11 ldx; inside a body

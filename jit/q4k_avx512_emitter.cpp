@@ -64,17 +64,29 @@ class KMinAvx512 : public MatmulAvx512Frame {
     if (kNibbles)
       for (int m = 0; m < mr; ++m)
         for (int st = 0; st < ns; ++st) vpsrad(S(m, st, ns), S(m, st, ns), 4);
-    // Min term: (mn, mn) word pairs times the bsums pair of each sub-block.
-    vpbroadcastd(zD, cst_scalar(2));
+    // Min term M = Σ_p (mn_2p·B_2p + mn_2p+1·B_2p+1), B_s = bsums[2s] + bsums[2s+1]: per row the
+    // (B_2p, B_2p+1) word pairs go to a stack scratch (vpmaddwd by ones, then vpackssdw), per
+    // stream the (mn_2p, mn_2p+1) pairs are built once; 4 vpdpwssd per accumulator.
+    vpbroadcastd(Xbyak::Ymm(zF.getIdx()), cst_scalar(2));  // 0x0001 words
+    for (int m = 0; m < mr; ++m) {
+      const Xbyak::Ymm t(zD.getIdx());
+      vpmaddwd(t, Xbyak::Ymm(zF.getIdx()), ptr[xrow(m, kQ8KBsums)]);
+      vpackssdw(t, t, t);  // dwords 0, 1, 4, 5 = pairs p = 0..3
+      vmovdqu32(ptr[rsp + off_scratch() + 32 * m], t);
+    }
     for (int m = 0; m < mr; ++m)
       for (int st = 0; st < ns; ++st) vpxord(T(m, st, ns), T(m, st, ns), T(m, st, ns));
-    for (int s = 0; s < 8; ++s) {
+    static constexpr int kPairDword[4] = {0, 1, 4, 5};
+    for (int p = 0; p < 4; ++p) {
       for (int st = 0; st < ns; ++st) {
-        vpmovzxbd(W(st, ns), ptr[stream(st, L_.mn(s))]);
-        vpmulld(W(st, ns), W(st, ns), zD);
+        vpmovzxbd(W(st, ns), ptr[stream(st, L_.mn(2 * p))]);
+        vpmovzxbd(zF, ptr[stream(st, L_.mn(2 * p + 1))]);
+        vpslld(zF, zF, 16);
+        vpord(W(st, ns), W(st, ns), zF);
       }
       for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpdpwssd(T(m, st, ns), W(st, ns), ptr_b[xrow(m, kQ8KBsums + 4 * s)]);
+        for (int st = 0; st < ns; ++st)
+          vpdpwssd(T(m, st, ns), W(st, ns), ptr_b[rsp + off_scratch() + 32 * m + 4 * kPairDword[p]]);
     }
     emit_float_update(mr, ns, false, L_.d());
     emit_float_update(mr, ns, true, L_.dmin());
