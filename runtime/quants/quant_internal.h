@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the quant modules (not part of the runtime/jit contract).
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -15,6 +16,17 @@ inline int nearest_int(float f) {
   int32_t i;
   std::memcpy(&i, &v, sizeof i);
   return (i & 0x007fffff) - 0x00400000;
+}
+
+// What x86 SIMD quantizers do to a scaled value: _mm256_round_ps/_mm256_cvtps_epi32 (round half to
+// even; NaN, infinities and out-of-range values become INT32_MIN) followed by the saturating packs
+// to int8 (so those become -128).
+inline int8_t cvt_round_even_sat_i8(float v) {
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return -128;
+  const float r = std::nearbyint(v);  // default rounding mode: half to even
+  if (r > 127.0f) return 127;
+  if (r < -128.0f) return -128;
+  return int8_t(r);
 }
 
 inline uint32_t float_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }

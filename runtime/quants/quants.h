@@ -50,4 +50,14 @@ float vec_dot_q5_K_q8_K(const BlockQ5_K* x, const BlockQ8_K* y, int64_t n);
 float vec_dot_q6_K_q8_K(const BlockQ6_K* x, const BlockQ8_K* y, int64_t n);
 float vec_dot_q8_0_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t n);
 
+// llama.cpp's DEFAULT Q4_K path on AVX2 CPUs (§8.6): weights with rows % 8 == 0 are repacked 8 rows
+// at a time and multiplied by ggml_gemv_q4_K_8x8_q8_K (activation rows left over after groups of 4)
+// or ggml_gemm_q4_K_8x8_q8_K (groups of 4 activation rows). The float orders of those kernels, for
+// one weight row and one activation row in plain (un-repacked) blocks:
+float vec_dot_q4_K_q8_K_repack_gemv(const BlockQ4_K* x, const BlockQ8_K* y, int64_t n);
+float vec_dot_q4_K_q8_K_repack_gemm(const BlockQ4_K* x, const BlockQ8_K* y, int64_t n);
+// The activation quantizer of that GEMM (ggml_quantize_mat_q8_K_4x8, §7.2), per row: d is negative
+// iff some element equals +amax (the reference picks the sign of the FIRST extreme element).
+void quantize_row_q8_K_repack(const float* x, BlockQ8_K* y, int64_t n);
+
 }  // namespace ckjit::quant

@@ -31,7 +31,7 @@ std::vector<float> random_row(int64_t n, uint32_t seed, float scale = 1.0f) {
 template <class Block>
 double worst_relative_error(TensorType type, const std::vector<float>& x, int block_elems) {
   const int64_t n = int64_t(x.size());
-  std::vector<Block> q(size_t(n / block_elems));
+  std::vector<Block> q(static_cast<size_t>(n / block_elems));
   std::vector<float> back(x.size());
   quantize_row(type, x.data(), q.data(), n);
   dequantize_row(type, q.data(), back.data(), n);
@@ -55,9 +55,10 @@ double float_dot(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
+// (No commas or semicolons in test names: doctest_discover_tests then drops the CTest label.)
 TEST_SUITE("quants") {
 
-TEST_CASE("f16 conversion: exact widening of every half, round trip, specials") {
+TEST_CASE("f16 conversion: exact widening of every half and round trip") {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = f16_to_f32(uint16_t(h));
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
@@ -77,7 +78,7 @@ TEST_CASE("f16 conversion: exact widening of every half, round trip, specials") 
   CHECK(std::signbit(f16_to_f32(0x8000)));
 }
 
-TEST_CASE("f16 conversion: round to nearest even, overflow, underflow") {
+TEST_CASE("f16 conversion: round to nearest even with overflow and underflow") {
   CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even (down)
   CHECK(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
   CHECK(f32_to_f16(std::nextafter(1.0f + std::ldexp(1.0f, -11), 2.0f)) == 0x3c01);
@@ -95,7 +96,7 @@ TEST_CASE("f16 conversion: round to nearest even, overflow, underflow") {
   CHECK(f32_to_f16(-std::numeric_limits<float>::quiet_NaN()) == 0xfe00);
 }
 
-TEST_CASE("bf16 conversion: round to nearest even, NaN, subnormals kept") {
+TEST_CASE("bf16 conversion: round to nearest even with NaN and kept subnormals") {
   CHECK(f32_to_bf16(1.0f) == 0x3f80);
   CHECK(f32_to_bf16(from_bits(0x3f808000)) == 0x3f80);  // tie -> even
   CHECK(f32_to_bf16(from_bits(0x3f818000)) == 0x3f82);  // tie -> even (up)
@@ -135,7 +136,7 @@ TEST_CASE("k4 scale packing round trips every 6-bit value") {
   }
 }
 
-TEST_CASE("q8_K: extreme element becomes -127, d carries its sign, bsums are exact") {
+TEST_CASE("q8_K: extreme element becomes -127 and d carries its sign and bsums are exact") {
   std::vector<float> x = random_row(512, 11);
   x[37] = 9.0f;    // positive extreme in block 0
   x[300] = -7.5f;  // negative extreme in block 1
@@ -171,7 +172,7 @@ TEST_CASE("q8_K: extreme element becomes -127, d carries its sign, bsums are exa
   for (int g = 0; g < 16; ++g) CHECK(r.bsums[g] == 0);
 }
 
-TEST_CASE("q8_0: reference rounds half away from zero, x86 variant half to even") {
+TEST_CASE("q8_0: reference rounds half away from zero and x86 variant half to even") {
   std::vector<float> x(32, 0.0f);
   x[0] = 127.0f;  // d = 1, id = 1
   x[1] = 2.5f;
@@ -231,31 +232,60 @@ TEST_CASE("reference dot products agree with the float dot of dequantized rows")
   const int64_t n = 256 * 16;
   const auto w = random_row(n, 21), a = random_row(n, 22);
   std::vector<float> wd(static_cast<size_t>(n)), ad(static_cast<size_t>(n));
-  std::vector<BlockQ8_K> a8(size_t(n / 256));
+  std::vector<BlockQ8_K> a8(static_cast<size_t>(n / 256));
   quantize_row_q8_K(a.data(), a8.data(), n);
   dequantize_row(TensorType::Q8_K, a8.data(), ad.data(), n);
 
-  std::vector<BlockQ4_K> w4(size_t(n / 256));
+  std::vector<BlockQ4_K> w4(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q4_K, w.data(), w4.data(), n);
   dequantize_row(TensorType::Q4_K, w4.data(), wd.data(), n);
   CHECK(vec_dot_q4_K_q8_K(w4.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ5_K> w5(size_t(n / 256));
+  std::vector<BlockQ5_K> w5(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q5_K, w.data(), w5.data(), n);
   dequantize_row(TensorType::Q5_K, w5.data(), wd.data(), n);
   CHECK(vec_dot_q5_K_q8_K(w5.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ6_K> w6(size_t(n / 256));
+  std::vector<BlockQ6_K> w6(static_cast<size_t>(n / 256));
   quantize_row(TensorType::Q6_K, w.data(), w6.data(), n);
   dequantize_row(TensorType::Q6_K, w6.data(), wd.data(), n);
   CHECK(vec_dot_q6_K_q8_K(w6.data(), a8.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
 
-  std::vector<BlockQ8_0> w8(size_t(n / 32)), a80(size_t(n / 32));
+  std::vector<BlockQ8_0> w8(static_cast<size_t>(n / 32)), a80(static_cast<size_t>(n / 32));
   quantize_row(TensorType::Q8_0, w.data(), w8.data(), n);
   quantize_row_q8_0_x86(a.data(), a80.data(), n);
   dequantize_row(TensorType::Q8_0, w8.data(), wd.data(), n);
   dequantize_row(TensorType::Q8_0, a80.data(), ad.data(), n);
   CHECK(vec_dot_q8_0_q8_0(w8.data(), a80.data(), n) == doctest::Approx(float_dot(wd, ad)).epsilon(1e-4));
+}
+
+TEST_CASE("q8_K repack variant: sign follows any +amax rather than the first extreme") {
+  std::vector<float> x(256, 0.5f);
+  x[3] = -2.0f;  // -amax first
+  x[10] = 2.0f;
+  BlockQ8_K ref, rep;
+  quantize_row_q8_K(x.data(), &ref, 256);
+  quantize_row_q8_K_repack(x.data(), &rep, 256);
+  CHECK(ref.d > 0);
+  CHECK(rep.d < 0);
+  for (int j = 0; j < 256; ++j) CHECK(rep.qs[j] == -ref.qs[j]);
+  for (int g = 0; g < 16; ++g) CHECK(rep.bsums[g] == -ref.bsums[g]);
+  x[10] = 1.0f;  // only -amax: both variants agree
+  quantize_row_q8_K(x.data(), &ref, 256);
+  quantize_row_q8_K_repack(x.data(), &rep, 256);
+  CHECK(std::memcmp(&ref, &rep, sizeof ref) == 0);
+}
+
+TEST_CASE("repacked Q4_K float orders agree closely with the vec_dot order") {
+  const int64_t n = 256 * 32;
+  const auto w = random_row(n, 31), a = random_row(n, 32);
+  std::vector<BlockQ4_K> w4(static_cast<size_t>(n / 256));
+  std::vector<BlockQ8_K> a8(static_cast<size_t>(n / 256));
+  quantize_row(TensorType::Q4_K, w.data(), w4.data(), n);
+  quantize_row_q8_K(a.data(), a8.data(), n);
+  const float ref = vec_dot_q4_K_q8_K(w4.data(), a8.data(), n);
+  CHECK(vec_dot_q4_K_q8_K_repack_gemv(w4.data(), a8.data(), n) == doctest::Approx(ref).epsilon(1e-5));
+  CHECK(vec_dot_q4_K_q8_K_repack_gemm(w4.data(), a8.data(), n) == doctest::Approx(ref).epsilon(1e-5));
 }
 
 TEST_CASE("row functions reject bad lengths and unsupported types") {
