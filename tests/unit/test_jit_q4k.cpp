@@ -538,6 +538,31 @@ TEST_SUITE("jit") {
   }
 }
 
+TEST_SUITE("jit") {
+  TEST_CASE("Q4_K kernels are bit-identical to llama.cpp's repacked gemv order") {
+    const int64_t m = 3, n = 21, k = 1024, nb = k / 256;
+    auto wq = random_q4k(n, k, 31);
+    auto x = random_q8k(m, k, 32);
+    for (IsaPath isa : {IsaPath::Avx512, IsaPath::Avx2}) {
+      if (!isa_runs(isa, runtime_isa())) continue;
+      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+      std::vector<float> y(size_t(m * n));
+      MatmulOperands op;
+      op.w = &w;
+      op.x = x.data();
+      op.ldx = nb * int64_t(sizeof(BlockQ8_K));
+      op.y = y.data();
+      op.ldy = n * 4;
+      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float want = quant::vec_dot_q4_K_q8_K_repack_gemv(wq.data() + c * nb, x.data() + r * nb, k);
+          CHECK_MESSAGE(std::memcmp(&y[size_t(r * n + c)], &want, 4) == 0, isa_name(isa) << " row " << r << " col " << c);
+        }
+    }
+  }
+}
+
 TEST_SUITE("slow") {
   TEST_CASE("Q4_K GEMM and SwiGLU avx512 at M = 1028") {
     if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
