@@ -31,10 +31,6 @@ GemmArgs tile_args(const KernelSpec& spec, const MatmulOperands& op, const Tile&
 void run_tile(const JitKernel& k, const MatmulOperands& op, const Tile& t);
 void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const Tile& t);
 
-}  // namespace ckjit::jit
-
-namespace ckjit::jit {
-
 // Fused Gate-Up SwiGLU whose result goes straight into the Q8_K input of the down projection:
 // the SwiGLU kernel writes the tile into a small f32 scratch (L2-sized row chunks) and the Q8_K
 // quantizer (spec k = 256) turns each 256-column block into one BlockQ8_K of `dst` (row stride
