@@ -1,4 +1,4 @@
-// JIT framework and Q4_K kernels: spec round trip, W^X code pages, lossless repack, and every
+// JIT framework and matmul kernels: spec round trip, W^X code pages, lossless repack, and every
 // generated kernel against its scalar twin (bit-exact) on odd shapes.
 #include <doctest/doctest.h>
 
