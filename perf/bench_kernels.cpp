@@ -1,7 +1,7 @@
 // Kernel benchmark (not a test): measures this machine's vpdpbusd peak and DRAM read bandwidth,
 // then times the JIT Q4_K kernels (Gate-Up SwiGLU at the Qwen3-VL 8B and 2B page-OCR prefill
 // shapes, decode GEMV at the 2B shapes) next to the same operation through llama.cpp's ggml.
-//   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|decode] [--mb 128] [--ggml-dir DIR]
+//   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|prefill-8b|prefill-2b|decode] [--mb 128] [--ggml-dir DIR]
 //                 [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4]
 #include <algorithm>
 #include <cmath>
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
     else if (a == "--prefill-blocks") o.prefill_blocks = next();
     else if (a == "--decode-blocks") o.decode_blocks = next();
     else if (a == "--ggml-dir") o.ggml_dir = next();
-    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4] [--ggml-dir DIR]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4] [--ggml-dir DIR]\n"); return 2; }
   }
   if (!isa_runs(IsaPath::Avx512, runtime_isa())) {
     std::printf("this benchmark times the AVX-512 VNNI kernels; this CPU (or CKJIT_MAX_ISA) does not allow them\n");
@@ -321,10 +321,8 @@ int main(int argc, char** argv) {
   Ggml* gg = ggml.ok() ? &ggml : nullptr;
   std::printf("ggml: %s\n", gg ? ("libggml-cpu-" + ggml.variant() + ".so from " + o.ggml_dir).c_str()
                                 : ("not available (" + ggml.error() + ")").c_str());
-  if (o.only.empty() || o.only == "prefill") {
-    bench_gate_up(o, {"8B", 1028, 12288, 4096}, gg, peak);
-    bench_gate_up(o, {"2B", 1038, 6144, 2048}, gg, peak);
-  }
+  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-8b") bench_gate_up(o, {"8B", 1028, 12288, 4096}, gg, peak);
+  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-2b") bench_gate_up(o, {"2B", 1038, 6144, 2048}, gg, peak);
   if (o.only.empty() || o.only == "decode") bench_decode(o, gg, dram);
   return 0;
 }
