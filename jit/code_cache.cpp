@@ -1,0 +1,99 @@
+#include "jit/code_cache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "jit/isa_select.h"
+#include "runtime/error.h"
+
+namespace ckjit::jit {
+
+JitKernel::JitKernel(std::unique_ptr<Emitter> code) : code_(std::move(code)) {
+  // AutoGrow buffers are plain read-write memory; ready() resolves labels and switches the pages
+  // to read+exec.
+  code_->ready(Xbyak::CodeArray::PROTECT_RE);
+  entry_ = code_->getCode();
+  runnable_ = isa_runs(code_->spec().isa, runtime_isa());
+}
+
+void JitKernel::require_runnable() const {
+  if (!runnable_)
+    throw Error("kernel " + spec().to_string() + " needs " + isa_name(spec().isa) +
+                ", which this CPU (or CKJIT_MAX_ISA) does not allow");
+}
+
+const JitKernel& CodeCache::get(const KernelSpec& spec) {
+  std::string key = spec.to_string();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) return *it->second;
+  auto k = std::make_unique<JitKernel>(emit_kernel(spec));
+  return *kernels_.emplace(key, std::move(k)).first->second;
+}
+
+size_t CodeCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kernels_.size();
+}
+
+CodeCache& global_code_cache() {
+  static CodeCache cache;
+  return cache;
+}
+
+namespace {
+
+bool have_objdump() { return std::system("command -v objdump >/dev/null 2>&1") == 0; }
+
+std::string hex_dump(const uint8_t* p, size_t n) {
+  std::ostringstream o;
+  char buf[8];
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 16 == 0) {
+      std::snprintf(buf, sizeof buf, "%06zx:", i);
+      o << (i ? "\n" : "") << buf;
+    }
+    std::snprintf(buf, sizeof buf, " %02x", p[i]);
+    o << buf;
+  }
+  return o.str() + "\n";
+}
+
+std::string objdump(const uint8_t* p, size_t n) {
+  char path[] = "/tmp/ckjit-kernel-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return hex_dump(p, n);
+  bool ok = ::write(fd, p, n) == ssize_t(n);
+  ::close(fd);
+  std::string out;
+  if (ok) {
+    std::string cmd = std::string("objdump -D -b binary -mi386:x86-64 --no-show-raw-insn ") + path + " 2>&1";
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t got;
+      while ((got = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, got);
+      if (pclose(f) != 0) out.clear();
+    }
+  }
+  ::unlink(path);
+  return out.empty() ? hex_dump(p, n) : out;
+}
+
+}  // namespace
+
+std::string describe_kernel(const std::string& spec_text) {
+  KernelSpec spec = KernelSpec::parse(spec_text);
+  const JitKernel& k = global_code_cache().get(spec);
+  std::ostringstream o;
+  o << "spec: " << spec.to_string() << "\n"
+    << "code: " << k.size() << " bytes\n";
+  const auto* p = static_cast<const uint8_t*>(k.entry());
+  o << (have_objdump() ? objdump(p, k.size()) : hex_dump(p, k.size()));
+  return o.str();
+}
+
+}  // namespace ckjit::jit

@@ -1,0 +1,52 @@
+#pragma once
+// Generated kernels, keyed by their spec. Emitting happens once per spec; the code pages are made
+// read+exec right after emitting and are never writable again.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "jit/emitter.h"
+#include "jit/kernel_spec.h"
+
+namespace ckjit::jit {
+
+class JitKernel {
+ public:
+  explicit JitKernel(std::unique_ptr<Emitter> code);
+  const KernelSpec& spec() const { return code_->spec(); }
+  // Whether this process may execute the kernel (CPUID, OS state, CKJIT_MAX_ISA); emitting never
+  // needs it, calling does (run_tile and the quantize helpers check it).
+  bool runnable() const { return runnable_; }
+  // Throws ckjit::Error when the kernel cannot run here.
+  void require_runnable() const;
+  const void* entry() const { return entry_; }
+  size_t size() const { return code_->getSize(); }
+  template <class Fn> Fn as() const { return reinterpret_cast<Fn>(const_cast<void*>(entry_)); }
+
+ private:
+  std::unique_ptr<Emitter> code_;
+  const void* entry_ = nullptr;
+  bool runnable_ = false;
+};
+
+class CodeCache {
+ public:
+  // The kernel for spec, emitting it on first use. Thread-safe; the reference stays valid for the
+  // cache's lifetime.
+  const JitKernel& get(const KernelSpec& spec);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<JitKernel>> kernels_;
+};
+
+CodeCache& global_code_cache();
+
+// The spec in canonical form, then the generated code: a disassembly when objdump is on PATH,
+// otherwise hex bytes. Used by `ckjit inspect --kernel SPEC`.
+std::string describe_kernel(const std::string& spec_text);
+
+}  // namespace ckjit::jit

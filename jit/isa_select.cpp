@@ -1,0 +1,30 @@
+#include "jit/isa_select.h"
+
+#include <cstdlib>
+
+#include "runtime/error.h"
+
+namespace ckjit::jit {
+
+topo::Isa runtime_isa() {
+  const char* cap = std::getenv("CKJIT_MAX_ISA");
+  return topo::cap_isa(topo::detect_isa(), cap ? cap : "");
+}
+
+bool isa_runs(IsaPath path, const topo::Isa& isa) {
+  switch (path) {
+    case IsaPath::Avx2: return isa.avx2 && isa.fma && isa.f16c;
+    case IsaPath::Avx512: return isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
+    case IsaPath::Amx: return isa.amx_int8 && isa.amx_usable && isa_runs(IsaPath::Avx512, isa);
+  }
+  return false;
+}
+
+IsaPath best_isa_path(const topo::Isa& isa) {
+  if (isa_runs(IsaPath::Amx, isa)) return IsaPath::Amx;
+  if (isa_runs(IsaPath::Avx512, isa)) return IsaPath::Avx512;
+  if (isa_runs(IsaPath::Avx2, isa)) return IsaPath::Avx2;
+  throw Error("ckjit needs at least AVX2 + FMA + F16C");
+}
+
+}  // namespace ckjit::jit

@@ -1,0 +1,126 @@
+#include "jit/kernel_spec.h"
+
+#include <charconv>
+#include <sstream>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace ckjit::jit {
+namespace {
+
+template <class E>
+struct Named { E value; const char* name; };
+
+constexpr Named<Op> kOps[] = {{Op::Quantize, "quantize"}, {Op::Gemm, "gemm"}, {Op::Gemv, "gemv"},
+                              {Op::SwiGLU, "swiglu"}};
+constexpr Named<IsaPath> kIsas[] = {{IsaPath::Avx2, "avx2"}, {IsaPath::Avx512, "avx512"}, {IsaPath::Amx, "amx"}};
+constexpr Named<Epilogue> kEpilogues[] = {
+    {Epilogue::Store, "store"}, {Epilogue::ResidualAdd, "residual"}, {Epilogue::SwiGLU, "swiglu"}};
+constexpr Named<TensorType> kTypes[] = {{TensorType::F32, "f32"},   {TensorType::Q8_0, "q8_0"},
+                                        {TensorType::Q4_K, "q4_K"}, {TensorType::Q5_K, "q5_K"},
+                                        {TensorType::Q6_K, "q6_K"}, {TensorType::Q8_K, "q8_K"}};
+
+template <class E, size_t N>
+const char* name_of(const Named<E> (&table)[N], E v) {
+  for (const auto& t : table)
+    if (t.value == v) return t.name;
+  return "?";
+}
+
+template <class E, size_t N>
+E value_of(const Named<E> (&table)[N], const std::string& key, const std::string& s) {
+  for (const auto& t : table)
+    if (s == t.name) return t.value;
+  std::string known;
+  for (const auto& t : table) known += std::string(known.empty() ? "" : ", ") + t.name;
+  throw Error("kernel spec: bad value '" + s + "' for " + key + " (expected one of: " + known + ")");
+}
+
+int64_t parse_int(const std::string& key, const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0)
+    throw Error("kernel spec: " + key + " needs a non-negative integer, got '" + s + "'");
+  return v;
+}
+
+int parse_small(const std::string& key, const std::string& s) {
+  int64_t v = parse_int(key, s);
+  if (v > 1 << 20) throw Error("kernel spec: " + key + " = " + s + " is too large");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const char* op_name(Op op) { return name_of(kOps, op); }
+const char* isa_name(IsaPath isa) { return name_of(kIsas, isa); }
+const char* epilogue_name(Epilogue e) { return name_of(kEpilogues, e); }
+
+std::string KernelSpec::to_string() const {
+  std::ostringstream o;
+  o << "op=" << op_name(op) << ",w=" << name_of(kTypes, wtype) << ",a=" << name_of(kTypes, atype)
+    << ",isa=" << isa_name(isa) << ",mr=" << mr << ",nr=" << nr << ",kc=" << kc << ",nc=" << nc
+    << ",pf=" << pf << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
+  return o.str();
+}
+
+KernelSpec KernelSpec::parse(const std::string& text) {
+  KernelSpec s;
+  if (text.empty()) throw Error("kernel spec: empty");
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw Error("kernel spec: '" + item + "' is not key=value");
+    std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+    if (key == "op") s.op = value_of(kOps, key, val);
+    else if (key == "w") s.wtype = value_of(kTypes, key, val);
+    else if (key == "a") s.atype = value_of(kTypes, key, val);
+    else if (key == "isa") s.isa = value_of(kIsas, key, val);
+    else if (key == "mr") s.mr = parse_small(key, val);
+    else if (key == "nr") s.nr = parse_small(key, val);
+    else if (key == "kc") s.kc = parse_small(key, val);
+    else if (key == "nc") s.nc = parse_small(key, val);
+    else if (key == "pf") s.pf = parse_small(key, val);
+    else if (key == "k") s.k = parse_int(key, val);
+    else if (key == "m") {
+      auto dash = val.find('-');
+      if (dash == std::string::npos) s.m_min = s.m_max = parse_int(key, val);
+      else {
+        s.m_min = parse_int(key, val.substr(0, dash));
+        s.m_max = parse_int(key, val.substr(dash + 1));
+      }
+    } else if (key == "ep") s.epilogue = value_of(kEpilogues, key, val);
+    else throw Error("kernel spec: unknown key '" + key + "'");
+  }
+  s.validate();
+  return s;
+}
+
+void KernelSpec::validate() const {
+  auto fail = [&](const std::string& why) { throw Error("kernel spec " + to_string() + ": " + why); };
+  if (op == Op::Quantize) {
+    if (wtype != TensorType::F32) fail("quantize reads f32 (w=f32)");
+    if (atype != TensorType::Q8_K && atype != TensorType::Q8_0) fail("quantize produces q8_K or q8_0");
+    if (epilogue != Epilogue::Store) fail("quantize has no epilogue");
+  } else {
+    bool pair_ok = (atype == TensorType::Q8_K && (wtype == TensorType::Q4_K || wtype == TensorType::Q5_K ||
+                                                  wtype == TensorType::Q6_K)) ||
+                   (atype == TensorType::Q8_0 && wtype == TensorType::Q8_0);
+    if (!pair_ok) fail("unsupported weight/activation pair");
+    if ((op == Op::SwiGLU) != (epilogue == Epilogue::SwiGLU)) fail("op swiglu goes with ep=swiglu and only it");
+    if (isa == IsaPath::Amx && mr != 16) fail("AMX kernels work on 16-row tiles (mr=16)");
+    if (isa != IsaPath::Amx && (mr < 1 || mr > 8)) fail("mr must be 1..8");
+    if (nr < 1 || nr > 4) fail("nr must be 1..4");
+    if (op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
+  }
+  if (k <= 0) fail("k must be given (k > 0)");
+  int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
+  if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));
+  if (kc < 0 || nc < 0) fail("negative cache block");
+  if (pf > 64) fail("prefetch distance must be 0..64 blocks");
+  if (m_min < 1 || (m_max != 0 && m_max < m_min)) fail("bad m range");
+}
+
+}  // namespace ckjit::jit

@@ -1,0 +1,52 @@
+#pragma once
+// A JIT kernel described as plain data. The spec is the code-cache key and the only input of an
+// emitter; a planner chooses the block shapes, the emitter never does.
+#include <cstdint>
+#include <string>
+
+#include "runtime/tensor_type.h"
+
+namespace ckjit::jit {
+
+enum class Op { Quantize, Gemm, Gemv, SwiGLU };
+enum class IsaPath { Avx2, Avx512, Amx };
+// What the kernel does with each finished output tile.
+enum class Epilogue {
+  Store,        // y = W x
+  ResidualAdd,  // y = W x + r  (r read with the same strides as y)
+  SwiGLU,       // y = silu(Wg x) * (Wu x)   (op SwiGLU only)
+};
+
+struct KernelSpec {
+  Op op = Op::Gemm;
+  TensorType wtype = TensorType::Q4_K;  // weight type (Quantize: the source type, F32)
+  TensorType atype = TensorType::Q8_K;  // activation type (Quantize: the produced type)
+  IsaPath isa = IsaPath::Avx512;
+  int mr = 4;       // register block: activation rows per micro-tile
+  int nr = 3;       // register block: weight column panels per micro-tile (panel = 16 columns zmm, 8 ymm)
+  int kc = 0;       // cache block along K in super-blocks (0 = whole K)
+  int nc = 0;       // cache block along N in panels a caller should hand to one call (planner hint)
+  int pf = 0;       // software prefetch distance in weight blocks (0 = none; helps DRAM-bound GEMV)
+  int64_t k = 0;    // reduction length (elements); fixed at emit time
+  int64_t m_min = 1, m_max = 0;  // row range the spec is meant for (m_max 0 = unbounded)
+  Epilogue epilogue = Epilogue::Store;
+
+  // "op=gemm,w=q4_K,a=q8_K,isa=avx512,mr=4,nr=3,kc=0,nc=0,pf=0,k=4096,m=2-0,ep=store"
+  std::string to_string() const;
+  // Parses to_string()'s form; keys may come in any order and may be omitted (defaults above).
+  // Throws ckjit::Error on unknown keys or values and on inconsistent specs (see validate()).
+  static KernelSpec parse(const std::string& text);
+  // Throws ckjit::Error when the spec cannot be emitted (bad block sizes, K not a multiple of
+  // the block size, unsupported type pair).
+  void validate() const;
+
+  bool operator==(const KernelSpec&) const = default;
+};
+
+const char* op_name(Op op);
+const char* isa_name(IsaPath isa);
+const char* epilogue_name(Epilogue e);
+// Columns in one weight panel for an ISA path (one accumulator register wide).
+inline int panel_cols(IsaPath isa) { return isa == IsaPath::Avx2 ? 8 : 16; }
+
+}  // namespace ckjit::jit

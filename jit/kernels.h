@@ -1,0 +1,43 @@
+#pragma once
+// Calling generated matmul kernels on a tile of a packed weight matrix.
+#include <cstdint>
+
+#include "jit/code_cache.h"
+#include "jit/kernel_args.h"
+#include "jit/packed_weights.h"
+
+namespace ckjit::jit {
+
+// Where a tile lives: rows [m_begin, m_end) of x/y, columns [n_begin, n_end) of y (weight rows).
+// n_begin must be a multiple of the weight panel; n_end <= w.n.
+struct Tile { int64_t m_begin, m_end, n_begin, n_end; };
+
+struct MatmulOperands {
+  const PackedWeights* w = nullptr;   // weights (gate for SwiGLU)
+  const PackedWeights* w2 = nullptr;  // SwiGLU: up weights (same shape as w)
+  const void* x = nullptr;            // activation rows (Q8_K for K-quants, Q8_0 for Q8_0)
+  int64_t ldx = 0;                    // bytes between activation rows
+  float* y = nullptr;
+  int64_t ldy = 0;                    // bytes between output rows
+  const float* r = nullptr;           // residual (ep=residual)
+  int64_t ldr = 0;
+};
+
+// Checks shapes against the spec and builds the kernel arguments of one tile.
+// Throws ckjit::Error when the operands do not fit the spec.
+GemmArgs tile_args(const KernelSpec& spec, const MatmulOperands& op, const Tile& t);
+
+// Runs the generated kernel (or, with use_reference, its scalar twin) on one tile.
+void run_tile(const JitKernel& k, const MatmulOperands& op, const Tile& t);
+void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const Tile& t);
+
+// Fused Gate-Up SwiGLU whose result goes straight into the Q8_K input of the down projection:
+// the SwiGLU kernel writes the tile into a small f32 scratch (L2-sized row chunks) and the Q8_K
+// quantizer (spec k = 256) turns each 256-column block into one BlockQ8_K of `dst` (row stride
+// ldd bytes, block index = column / 256). The tile's columns must start at a multiple of 256 and
+// end at one or at N; N must be a multiple of 256. Same bytes as running SwiGLU to f32 and then
+// quant::quantize_row_q8_K on every row.
+void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& quantize256, const MatmulOperands& op,
+                            void* dst, int64_t ldd, const Tile& t);
+
+}  // namespace ckjit::jit

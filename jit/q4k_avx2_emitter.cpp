@@ -1,0 +1,96 @@
+// Q4_K and Q5_K x Q8_K matmul on AVX2 (ymm, 8-row panels): GEMM, GEMV and fused Gate-Up SwiGLU for CPUs
+// without AVX-512 (or with CKJIT_MAX_ISA=avx2). No VNNI: per 4 quants vpmaddubsw forms int16
+// pair sums (|.| <= 2·15·127) that are added in int16 over a whole 32-element sub-block
+// (|.| <= 30480, exact), then one vpmaddwd by the (sc, sc) word pair applies the sub-block scale
+// in the integer domain and yields int32. Integer sums and float order are the same as the
+// AVX-512 kernel (q4k_avx512_emitter.cpp), so both paths give bit-identical results:
+//   acc = fma(float(S), f16(d)·D, acc); accm = fma(float(M), f16(dmin)·D, accm); y = acc − accm.
+#include "jit/matmul_avx2_frame.h"
+#include "jit/packed_weights.h"
+
+namespace ckjit::jit {
+namespace {
+
+using namespace Xbyak;
+
+// Q4_K (nibbles) and Q5_K (5-bit quants one per byte; pair sums <= 2·31·127, so the int16 sum
+// covers 4 quads and the scale is applied twice per sub-block) share the structure.
+template <class Layout, bool kNibbles>
+class KMinAvx2 : public MatmulAvx2Frame {
+ public:
+  explicit KMinAvx2(const KernelSpec& s) : MatmulAvx2Frame(s, Layout{8}.bytes(), quant::QK_K, true) { generate(); }
+
+ private:
+  const Layout L_{8};
+
+  void emit_superblock(int mr, int ns) override {
+    const int quads_per_sum = kNibbles ? 8 : 4;
+    bool first = true;
+    for (int s = 0; s < 8; ++s)
+      for (int j0 = 0; j0 < 8; j0 += quads_per_sum) {
+        for (int j = j0; j < j0 + quads_per_sum; ++j) {
+          for (int st = 0; st < ns; ++st) {
+            if (!kNibbles) {
+              vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
+            } else if (s % 2 == 0) {
+              vpand(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);
+            } else {
+              vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
+              vpsrlw(W(st, ns), W(st, ns), 4);
+              vpand(W(st, ns), W(st, ns), yMask);
+            }
+          }
+          for (int m = 0; m < mr; ++m) {
+            vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
+            for (int st = 0; st < ns; ++st) {
+              if (j == j0) {
+                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
+              } else {
+                vpmaddubsw(yT, W(st, ns), yA);
+                vpaddw(U(m, st, ns), U(m, st, ns), yT);
+              }
+            }
+          }
+        }
+        for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.sc(s))]);
+        for (int m = 0; m < mr; ++m)
+          for (int st = 0; st < ns; ++st) {
+            if (first) {
+              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
+            } else {
+              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
+              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+            }
+          }
+        first = false;
+      }
+    // Min term: (mn, mn) word pairs times the bsums pair of each sub-block.
+    for (int s = 0; s < 8; ++s) {
+      for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.mn(s))]);
+      for (int m = 0; m < mr; ++m) {
+        vpbroadcastd(yA, ptr[xrow(m, kQ8KBsums + 4 * s)]);
+        for (int st = 0; st < ns; ++st) {
+          if (s == 0) {
+            vpmaddwd(U(m, st, ns), W(st, ns), yA);
+          } else {
+            vpmaddwd(yT, W(st, ns), yA);
+            vpaddd(U(m, st, ns), U(m, st, ns), yT);
+          }
+        }
+      }
+    }
+    emit_float_update(mr, ns, false, L_.d());
+    emit_float_update(mr, ns, true, L_.dmin());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Emitter> make_q4k_avx2_emitter(const KernelSpec& spec) {
+  return std::make_unique<KMinAvx2<Q4KPanelLayout, true>>(spec);
+}
+std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec) {
+  return std::make_unique<KMinAvx2<Q5KPanelLayout, false>>(spec);
+}
+
+}  // namespace ckjit::jit

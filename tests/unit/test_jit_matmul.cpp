@@ -1,0 +1,572 @@
+// JIT framework and matmul kernels: spec round trip, W^X code pages, lossless repack, and every
+// generated kernel against its scalar twin (bit-exact) on odd shapes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "jit/code_cache.h"
+#include "jit/isa_select.h"
+#include "jit/kernels.h"
+#include "jit/reference.h"
+#include "runtime/error.h"
+#include "runtime/quants/quants.h"
+
+using namespace ckjit;
+using namespace ckjit::jit;
+using quant::BlockQ4_K;
+using quant::BlockQ8_K;
+
+namespace {
+
+std::vector<BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<BlockQ4_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    b.d = quant::f32_to_f16(scale(rng));
+    b.dmin = quant::f32_to_f16(scale(rng));
+    for (auto& s : b.scales) s = uint8_t(byte(rng));
+    for (auto& q : b.qs) q = uint8_t(byte(rng));
+  }
+  return v;
+}
+
+std::vector<quant::BlockQ6_K> random_q6k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ6_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    for (auto& q : b.ql) q = uint8_t(byte(rng));
+    for (auto& q : b.qh) q = uint8_t(byte(rng));
+    for (auto& s : b.scales) s = int8_t(byte(rng) - 128);
+    b.d = quant::f32_to_f16(scale(rng));
+  }
+  return v;
+}
+
+std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ8_0> v(size_t(n * k / 32));
+  for (auto& b : v) {
+    for (auto& q : b.qs) q = int8_t(byte(rng) - 128);
+    b.d = quant::f32_to_f16(scale(rng));
+  }
+  return v;
+}
+
+std::vector<quant::BlockQ5_K> random_q5k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ5_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    b.d = quant::f32_to_f16(scale(rng));
+    b.dmin = quant::f32_to_f16(scale(rng));
+    for (auto& s : b.scales) s = uint8_t(byte(rng));
+    for (auto& q : b.qh) q = uint8_t(byte(rng));
+    for (auto& q : b.qs) q = uint8_t(byte(rng));
+  }
+  return v;
+}
+
+// Random weights of the spec's type, repacked for its ISA.
+PackedWeights random_packed(const KernelSpec& spec, int64_t n, int64_t k, uint32_t seed) {
+  if (spec.wtype == TensorType::Q5_K) {
+    auto q = random_q5k(n, k, seed);
+    return repack_q5_K(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
+  if (spec.wtype == TensorType::Q8_0) {
+    auto q = random_q80(n, k, seed);
+    return repack_q8_0(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
+  if (spec.wtype == TensorType::Q6_K) {
+    auto q = random_q6k(n, k, seed);
+    return repack_q6_K(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
+  auto q = random_q4k(n, k, seed);
+  return repack_q4_K(q.data(), n, k, panel_cols(spec.isa), 2);
+}
+
+std::vector<BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  std::vector<BlockQ8_K> v(size_t(m * k / 256));
+  for (int64_t r = 0; r < m; ++r) {
+    for (auto& f : x) f = nd(rng);
+    quant::quantize_row_q8_K(x.data(), v.data() + r * (k / 256), k);
+  }
+  return v;
+}
+
+bool avx512_runs() { return isa_runs(IsaPath::Avx512, runtime_isa()); }
+bool avx2_runs() { return isa_runs(IsaPath::Avx2, runtime_isa()); }
+
+KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep = Epilogue::Store, IsaPath isa = IsaPath::Avx512) {
+  KernelSpec s;
+  s.op = op;
+  s.wtype = TensorType::Q4_K;
+  s.atype = TensorType::Q8_K;
+  s.isa = isa;
+  s.mr = mr;
+  s.nr = nr;
+  s.k = k;
+  s.epilogue = ep;
+  return s;
+}
+
+// Runs kernel and reference on the whole (m x n) problem and requires identical bits.
+void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
+  const int64_t k = spec.k;
+  PackedWeights w = random_packed(spec, n, k, seed);
+  PackedWeights w2;
+  if (spec.op == Op::SwiGLU) w2 = random_packed(spec, n, k, seed + 7);
+  std::vector<BlockQ8_K> xk;
+  std::vector<quant::BlockQ8_0> x0;
+  const void* xp = nullptr;
+  int64_t ldx = 0;
+  if (spec.atype == TensorType::Q8_0) {
+    std::mt19937 rng(seed + 1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> xf(size_t(m * k));
+    for (auto& f : xf) f = nd(rng);
+    x0.resize(size_t(m * k / 32));
+    for (int64_t r = 0; r < m; ++r) quant::quantize_row_q8_0_x86(xf.data() + r * k, x0.data() + r * (k / 32), k);
+    xp = x0.data();
+    ldx = k / 32 * int64_t(sizeof(quant::BlockQ8_0));
+  } else {
+    xk = random_q8k(m, k, seed + 1);
+    xp = xk.data();
+    ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+  }
+  std::vector<float> res(size_t(m * n));
+  for (size_t i = 0; i < res.size(); ++i) res[i] = float(int(i % 13) - 6) * 0.25f;
+  const int64_t ldy = (n + 3) * 4;  // padded rows: the kernel must honour ldy and not write past n
+  std::vector<float> yj(size_t(m * (n + 3)), -7.0f), yr(size_t(m * (n + 3)), -7.0f);
+  MatmulOperands op;
+  op.w = &w;
+  op.w2 = spec.op == Op::SwiGLU ? &w2 : nullptr;
+  op.x = xp;
+  op.ldx = ldx;
+  op.ldy = ldy;
+  op.r = res.data();
+  op.ldr = n * 4;
+  const auto& kern = global_code_cache().get(spec);
+  op.y = yj.data();
+  run_tile(kern, op, {0, m, 0, n});
+  op.y = yr.data();
+  run_tile_reference(spec, op, {0, m, 0, n});
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < yj.size(); ++i)
+    if (std::memcmp(&yj[i], &yr[i], 4) != 0 && mismatches++ < 5)
+      MESSAGE("mismatch at row " << i / (n + 3) << " col " << i % (n + 3) << ": jit " << yj[i] << " ref " << yr[i]);
+  CHECK_MESSAGE(mismatches == 0, spec.to_string() << " m=" << m << " n=" << n);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = n; c < n + 3; ++c) REQUIRE(yj[size_t(r * (n + 3) + c)] == -7.0f);
+}
+
+}  // namespace
+
+TEST_SUITE("jit") {
+  TEST_CASE("kernel spec round-trips through its text form and rejects bad specs") {
+    KernelSpec s = q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU);
+    s.m_min = 2;
+    s.kc = 4;
+    s.pf = 2;
+    KernelSpec p = KernelSpec::parse(s.to_string());
+    CHECK(p == s);
+    CHECK(p.to_string() == s.to_string());
+    CHECK(KernelSpec::parse("op=gemm,k=256").k == 256);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=300"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,color=red"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,w=q4_K,a=q8_0"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=swiglu,k=256,nr=3,ep=swiglu"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,mr=x"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,pf=100"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse(""), Error);
+  }
+
+  TEST_CASE("Q4_K repack is lossless for 16- and 8-row panels") {
+    for (int panel : {16, 8}) {
+      for (int64_t n : {1, 37, 64}) {
+        auto src = random_q4k(n, 512, uint32_t(n * panel));
+        PackedWeights w = repack_q4_K(src.data(), n, 512, panel, 3);
+        std::vector<BlockQ4_K> back(src.size());
+        unpack_q4_K(w, back.data());
+        CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(BlockQ4_K)) == 0);
+      }
+    }
+    std::vector<BlockQ4_K> one(1);
+    CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 300, 16, 1), Error);
+    CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 256, 12, 1), Error);
+  }
+
+  TEST_CASE("packed integer partial sums equal those of the original blocks") {
+    auto wq = random_q4k(5, 256, 11);
+    auto x = random_q8k(1, 256, 12);
+    PackedWeights w = repack_q4_K(wq.data(), 5, 256, 16, 1);
+    for (int l = 0; l < 5; ++l) {
+      const BlockQ4_K& b = wq[size_t(l)];
+      uint8_t sc[8], mn[8];
+      quant::unpack_k4_scales(b.scales, sc, mn);
+      int32_t S = 0, M = 0;
+      for (int e = 0; e < 256; ++e) {
+        int c = e / 64, r = e % 64;
+        int q = r < 32 ? (b.qs[32 * c + r] & 15) : (b.qs[32 * c + r - 32] >> 4);
+        S += sc[e / 32] * q * x[0].qs[e];
+      }
+      for (int g = 0; g < 16; ++g) M += mn[g / 2] * x[0].bsums[g];
+      Q4KPartials p = q4k_partials(w.panel_ptr(0), l, 16, &x[0]);
+      CHECK(p.S == S);
+      CHECK(p.M == M);
+      // Same value as llama.cpp's AVX2 vec_dot within float reordering noise.
+      GemmArgs a;
+      float y = 0;
+      a.w = w.panel_ptr(0);
+      a.x = x.data();
+      a.y = &y;
+      a.m = 1;
+      a.n = 1;
+      PackedWeights wl = repack_q4_K(&b, 1, 256, 16, 1);
+      a.w = wl.panel_ptr(0);
+      reference_kernel(q4k_spec(Op::Gemm, 1, 1, 256), &a);
+      float v = quant::vec_dot_q4_K_q8_K(&b, x.data(), 256);
+      CHECK(std::fabs(y - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("generated code pages are never writable and executable at once") {
+    const auto& k = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(k.size() > 0);
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    bool found = false;
+    auto addr = reinterpret_cast<uintptr_t>(k.entry());
+    while (std::getline(maps, line)) {
+      std::istringstream in(line);
+      std::string range, perms;
+      in >> range >> perms;
+      CHECK_MESSAGE(!(perms[1] == 'w' && perms[2] == 'x'), line);
+      auto dash = range.find('-');
+      uintptr_t lo = std::stoull(range.substr(0, dash), nullptr, 16), hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+      if (addr >= lo && addr < hi) {
+        found = true;
+        CHECK(perms.substr(0, 3) == "r-x");
+      }
+    }
+    CHECK(found);
+    CHECK(&global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256)) == &k);  // cached
+  }
+
+  TEST_CASE("describe_kernel names the spec and dumps the code") {
+    std::string d = describe_kernel("op=gemv,w=q4_K,a=q8_K,isa=avx512,mr=1,nr=4,k=512");
+    CHECK(d.find("op=gemv,w=q4_K") != std::string::npos);
+    CHECK(d.find("bytes") != std::string::npos);
+    CHECK(d.size() > 1000);
+    CHECK_THROWS_AS(describe_kernel("op=gemm,k=256,isa=avx2,w=q6_K,a=q8_0"), Error);
+  }
+
+  TEST_CASE("Q4_K GEMM avx512 equals its scalar twin bit for bit on odd shapes") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 53, 100}) check_matmul(q4k_spec(Op::Gemm, 4, 3, k), m, n, uint32_t(k + m * 7 + n));
+    check_matmul(q4k_spec(Op::Gemm, 6, 2, 256), 13, 70, 5);
+    check_matmul(q4k_spec(Op::Gemm, 4, 3, 256, Epilogue::ResidualAdd), 7, 61, 6);
+    KernelSpec pf = q4k_spec(Op::Gemv, 1, 4, 1024);
+    pf.pf = 2;  // prefetching must not change results
+    check_matmul(pf, 1, 70, 8);
+  }
+
+  TEST_CASE("Q4_K GEMV avx512 (M = 1 and small M) equals its scalar twin") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t m : {1, 2, 3})
+      for (int64_t n : {16, 77}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 4096), m, n, uint32_t(m + n));
+  }
+
+  TEST_CASE("fused Gate-Up SwiGLU avx512 equals its scalar twin") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    for (int64_t m : {1, 2, 3, 17})
+      for (int64_t n : {16, 45}) check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), m, n, uint32_t(m * n));
+    check_matmul(q4k_spec(Op::SwiGLU, 2, 4, 256, Epilogue::SwiGLU), 5, 80, 3);
+    CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::SwiGLU, 4, 4, 256, Epilogue::SwiGLU)), Error);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q4_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    const IsaPath a2 = IsaPath::Avx2;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 21, 100}) check_matmul(q4k_spec(Op::Gemm, 2, 2, k, Epilogue::Store, a2), m, n, uint32_t(k + m + n));
+    check_matmul(q4k_spec(Op::Gemm, 3, 1, 256, Epilogue::ResidualAdd, a2), 7, 29, 6);
+    for (int64_t m : {1, 2, 3}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 2048, Epilogue::Store, a2), m, 37, uint32_t(m));
+    for (int64_t m : {1, 2, 3, 17})
+      check_matmul(q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), m, 27, uint32_t(m * 5));
+    CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::Gemm, 4, 2, 256, Epilogue::Store, a2)), Error);
+    // A kernel above the allowed ISA is still emitted (for inspection) but refuses to run.
+    const JitKernel& wide = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(wide.runnable() == avx512_runs());
+    if (!wide.runnable()) CHECK_THROWS_AS(wide.require_runnable(), Error);
+  }
+
+  TEST_CASE("avx2 and avx512 Q4_K paths give bit-identical outputs") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    const int64_t m = 5, n = 40, k = 512;
+    auto wq = random_q4k(n, k, 77);
+    auto x = random_q8k(m, k, 78);
+    std::vector<float> y8(size_t(m * n)), y16(size_t(m * n));
+    for (IsaPath isa : {IsaPath::Avx2, IsaPath::Avx512}) {
+      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+      MatmulOperands op;
+      op.w = &w;
+      op.x = x.data();
+      op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+      op.y = isa == IsaPath::Avx2 ? y8.data() : y16.data();
+      op.ldy = n * 4;
+      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+    }
+    CHECK(std::memcmp(y8.data(), y16.data(), y8.size() * 4) == 0);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q6_K repack is lossless") {
+    for (int panel : {16, 8}) {
+      auto src = random_q6k(21, 512, uint32_t(panel));
+      PackedWeights w = repack_q6_K(src.data(), 21, 512, panel, 2);
+      std::vector<quant::BlockQ6_K> back(src.size());
+      unpack_q6_K(w, back.data());
+      CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ6_K)) == 0);
+    }
+  }
+
+  TEST_CASE("Q6_K reference equals llama.cpp's vec_dot within float reordering") {
+    auto wq = random_q6k(3, 1024, 5);
+    auto x = random_q8k(1, 1024, 6);
+    PackedWeights w = repack_q6_K(wq.data(), 3, 1024, 16, 1);
+    for (int l = 0; l < 3; ++l) {
+      float r = ref_dot_q6k(w.panel_ptr(0), 16, l, reinterpret_cast<const uint8_t*>(x.data()), 4);
+      float v = quant::vec_dot_q6_K_q8_K(wq.data() + 4 * l, x.data(), 1024);
+      CHECK(std::fabs(r - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("Q6_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = TensorType::Q6_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {7, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 40, 2);
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = TensorType::Q6_K;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = TensorType::Q6_K;
+    check_matmul(sw, 7, 33, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q8_0 repack is lossless") {
+    auto src = random_q80(19, 96, 4);
+    PackedWeights w = repack_q8_0(src.data(), 19, 96, 16, 2);
+    std::vector<quant::BlockQ8_0> back(src.size());
+    unpack_q8_0(w, back.data());
+    CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ8_0)) == 0);
+  }
+
+  TEST_CASE("Q8_0 avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = g.atype = TensorType::Q8_0;
+    for (int64_t k : {32, 256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {9, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 40, 2);
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = v.atype = TensorType::Q8_0;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = sw.atype = TensorType::Q8_0;
+    check_matmul(sw, 7, 33, 4);
+    // The reference itself against llama.cpp's vec_dot (different float order: tolerance).
+    auto wq = random_q80(1, 256, 8);
+    std::vector<float> xf(256, 0.0f);
+    for (int i = 0; i < 256; ++i) xf[size_t(i)] = float((i * 37) % 19) - 9.0f;
+    std::vector<quant::BlockQ8_0> xq(8);
+    quant::quantize_row_q8_0_x86(xf.data(), xq.data(), 256);
+    PackedWeights w = repack_q8_0(wq.data(), 1, 256, 16, 1);
+    float r = ref_dot_q80(w.panel_ptr(0), 16, 0, reinterpret_cast<const uint8_t*>(xq.data()), 8);
+    float vd = quant::vec_dot_q8_0_q8_0(wq.data(), xq.data(), 256);
+    CHECK(std::fabs(r - vd) <= 1e-5f * (1.0f + std::fabs(vd)));
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q5_K repack is lossless and its reference matches llama.cpp's vec_dot") {
+    auto src = random_q5k(23, 512, 9);
+    PackedWeights w = repack_q5_K(src.data(), 23, 512, 16, 2);
+    std::vector<quant::BlockQ5_K> back(src.size());
+    unpack_q5_K(w, back.data());
+    CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ5_K)) == 0);
+    auto x = random_q8k(1, 512, 10);
+    for (int l = 0; l < 3; ++l) {
+      float r = ref_dot_q5k(w.panel_ptr(0), 16, l, reinterpret_cast<const uint8_t*>(x.data()), 2);
+      float v = quant::vec_dot_q5_K_q8_K(src.data() + 2 * l, x.data(), 512);
+      CHECK(std::fabs(r - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("Q5_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = TensorType::Q5_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {7, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = TensorType::Q5_K;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = TensorType::Q5_K;
+    check_matmul(sw, 7, 33, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("SwiGLU straight into Q8_K equals SwiGLU then the reference quantizer") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    const int64_t m = 7, n = 768, k = 512;
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, k, Epilogue::SwiGLU);
+    PackedWeights g = random_packed(sw, n, k, 1), u = random_packed(sw, n, k, 2);
+    auto x = random_q8k(m, k, 3);
+    MatmulOperands op;
+    op.w = &g;
+    op.w2 = &u;
+    op.x = x.data();
+    op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+    std::vector<float> y(size_t(m * n));
+    op.y = y.data();
+    op.ldy = n * 4;
+    const JitKernel& ks = global_code_cache().get(sw);
+    run_tile(ks, op, {0, m, 0, n});
+    std::vector<BlockQ8_K> want(size_t(m * n / 256)), got(want.size());
+    for (int64_t r = 0; r < m; ++r) quant::quantize_row_q8_K(y.data() + r * n, want.data() + r * (n / 256), n);
+    const JitKernel& q = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=avx512,k=256"));
+    const int64_t ldd = n / 256 * int64_t(sizeof(BlockQ8_K));
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, 3, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {3, m, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 512, n});
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(BlockQ8_K)) == 0);
+    CHECK_THROWS_AS(run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 16, 256}), Error);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q8_0 avx2 GEMM and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = g.atype = TensorType::Q8_0;
+    for (int64_t k : {32, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = sw.atype = TensorType::Q8_0;
+    check_matmul(sw, 3, 17, 4);
+  }
+
+  TEST_CASE("Q5_K avx2 GEMM and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = TensorType::Q5_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = TensorType::Q5_K;
+    check_matmul(sw, 3, 17, 4);
+  }
+
+  TEST_CASE("Q6_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = TensorType::Q6_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 20, 2);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = TensorType::Q6_K;
+    check_matmul(sw, 3, 17, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q4_K kernels are bit-identical to llama.cpp's repacked gemv order") {
+    const int64_t m = 3, n = 21, k = 1024, nb = k / 256;
+    auto wq = random_q4k(n, k, 31);
+    auto x = random_q8k(m, k, 32);
+    for (IsaPath isa : {IsaPath::Avx512, IsaPath::Avx2}) {
+      if (!isa_runs(isa, runtime_isa())) continue;
+      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+      std::vector<float> y(size_t(m * n));
+      MatmulOperands op;
+      op.w = &w;
+      op.x = x.data();
+      op.ldx = nb * int64_t(sizeof(BlockQ8_K));
+      op.y = y.data();
+      op.ldy = n * 4;
+      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float want = quant::vec_dot_q4_K_q8_K_repack_gemv(wq.data() + c * nb, x.data() + r * nb, k);
+          CHECK_MESSAGE(std::memcmp(&y[size_t(r * n + c)], &want, 4) == 0, isa_name(isa) << " row " << r << " col " << c);
+        }
+    }
+  }
+}
+
+TEST_SUITE("slow") {
+  TEST_CASE("Q4_K GEMM and SwiGLU avx512 at M = 1028") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    check_matmul(q4k_spec(Op::Gemm, 4, 3, 4096), 1028, 21, 9);
+    check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU), 1028, 19, 10);
+  }
+}
