@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "jit/isa_select.h"
 #include "runtime/error.h"
 
 namespace ckjit::jit {
@@ -16,6 +17,13 @@ JitKernel::JitKernel(std::unique_ptr<Emitter> code) : code_(std::move(code)) {
   // to read+exec.
   code_->ready(Xbyak::CodeArray::PROTECT_RE);
   entry_ = code_->getCode();
+  runnable_ = isa_runs(code_->spec().isa, runtime_isa());
+}
+
+void JitKernel::require_runnable() const {
+  if (!runnable_)
+    throw Error("kernel " + spec().to_string() + " needs " + isa_name(spec().isa) +
+                ", which this CPU (or CKJIT_MAX_ISA) does not allow");
 }
 
 const JitKernel& CodeCache::get(const KernelSpec& spec) {

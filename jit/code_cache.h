@@ -16,6 +16,11 @@ class JitKernel {
  public:
   explicit JitKernel(std::unique_ptr<Emitter> code);
   const KernelSpec& spec() const { return code_->spec(); }
+  // Whether this process may execute the kernel (CPUID, OS state, CKJIT_MAX_ISA); emitting never
+  // needs it, calling does (run_tile and the quantize helpers check it).
+  bool runnable() const { return runnable_; }
+  // Throws ckjit::Error when the kernel cannot run here.
+  void require_runnable() const;
   const void* entry() const { return entry_; }
   size_t size() const { return code_->getSize(); }
   template <class Fn> Fn as() const { return reinterpret_cast<Fn>(const_cast<void*>(entry_)); }
@@ -23,6 +28,7 @@ class JitKernel {
  private:
   std::unique_ptr<Emitter> code_;
   const void* entry_ = nullptr;
+  bool runnable_ = false;
 };
 
 class CodeCache {

@@ -9,6 +9,13 @@ std::unique_ptr<Emitter> make_q4k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q6k_avx512_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_quantize_q8k_avx512_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q80_avx512_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_q5k_avx512_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_amx_matmul_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_quantize_q8k_avx2_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_q6k_avx2_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_q80_avx2_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_quantize_q80_emitter(const KernelSpec& spec);
 
 std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
   spec.validate();
@@ -16,9 +23,18 @@ std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
   if (matmul && spec.wtype == TensorType::Q4_K && spec.isa == IsaPath::Avx512) return make_q4k_avx512_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q4_K && spec.isa == IsaPath::Avx2) return make_q4k_avx2_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q6_K && spec.isa == IsaPath::Avx512) return make_q6k_avx512_emitter(spec);
+  if (matmul && spec.isa == IsaPath::Amx) return make_amx_matmul_emitter(spec);
+  if (matmul && spec.wtype == TensorType::Q6_K && spec.isa == IsaPath::Avx2) return make_q6k_avx2_emitter(spec);
+  if (matmul && spec.wtype == TensorType::Q5_K && spec.isa == IsaPath::Avx2) return make_q5k_avx2_emitter(spec);
+  if (matmul && spec.wtype == TensorType::Q5_K && spec.isa == IsaPath::Avx512) return make_q5k_avx512_emitter(spec);
   if (matmul && spec.wtype == TensorType::Q8_0 && spec.isa == IsaPath::Avx512) return make_q80_avx512_emitter(spec);
+  if (matmul && spec.wtype == TensorType::Q8_0 && spec.isa == IsaPath::Avx2) return make_q80_avx2_emitter(spec);
+  if (spec.op == Op::Quantize && spec.atype == TensorType::Q8_0 && spec.isa != IsaPath::Amx)
+    return make_quantize_q80_emitter(spec);
   if (spec.op == Op::Quantize && spec.atype == TensorType::Q8_K && spec.isa == IsaPath::Avx512)
     return make_quantize_q8k_avx512_emitter(spec);
+  if (spec.op == Op::Quantize && spec.atype == TensorType::Q8_K && spec.isa == IsaPath::Avx2)
+    return make_quantize_q8k_avx2_emitter(spec);
   throw Error("no emitter for kernel spec " + spec.to_string());
 }
 

@@ -27,10 +27,6 @@ static_assert(offsetof(GemmArgs, w) == 0 && offsetof(GemmArgs, w2) == 8 && offse
 
 using GemmFn = void (*)(const GemmArgs*);
 
-}  // namespace ckjit::jit
-
-namespace ckjit::jit {
-
 // Arguments of a generated activation quantizer: `rows` rows of spec.k floats to Q8_K (or Q8_0)
 // blocks.
 struct QuantizeArgs {

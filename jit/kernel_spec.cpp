@@ -61,7 +61,7 @@ std::string KernelSpec::to_string() const {
   std::ostringstream o;
   o << "op=" << op_name(op) << ",w=" << name_of(kTypes, wtype) << ",a=" << name_of(kTypes, atype)
     << ",isa=" << isa_name(isa) << ",mr=" << mr << ",nr=" << nr << ",kc=" << kc << ",nc=" << nc
-    << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
+    << ",pf=" << pf << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
   return o.str();
 }
 
@@ -82,6 +82,7 @@ KernelSpec KernelSpec::parse(const std::string& text) {
     else if (key == "nr") s.nr = parse_small(key, val);
     else if (key == "kc") s.kc = parse_small(key, val);
     else if (key == "nc") s.nc = parse_small(key, val);
+    else if (key == "pf") s.pf = parse_small(key, val);
     else if (key == "k") s.k = parse_int(key, val);
     else if (key == "m") {
       auto dash = val.find('-');
@@ -109,7 +110,8 @@ void KernelSpec::validate() const {
                    (atype == TensorType::Q8_0 && wtype == TensorType::Q8_0);
     if (!pair_ok) fail("unsupported weight/activation pair");
     if ((op == Op::SwiGLU) != (epilogue == Epilogue::SwiGLU)) fail("op swiglu goes with ep=swiglu and only it");
-    if (mr < 1 || mr > 8) fail("mr must be 1..8");
+    if (isa == IsaPath::Amx && mr != 16) fail("AMX kernels work on 16-row tiles (mr=16)");
+    if (isa != IsaPath::Amx && (mr < 1 || mr > 8)) fail("mr must be 1..8");
     if (nr < 1 || nr > 4) fail("nr must be 1..4");
     if (op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
   }
@@ -117,6 +119,7 @@ void KernelSpec::validate() const {
   int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
   if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));
   if (kc < 0 || nc < 0) fail("negative cache block");
+  if (pf > 64) fail("prefetch distance must be 0..64 blocks");
   if (m_min < 1 || (m_max != 0 && m_max < m_min)) fail("bad m range");
 }
 

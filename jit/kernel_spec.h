@@ -26,11 +26,12 @@ struct KernelSpec {
   int nr = 3;       // register block: weight column panels per micro-tile (panel = 16 columns zmm, 8 ymm)
   int kc = 0;       // cache block along K in super-blocks (0 = whole K)
   int nc = 0;       // cache block along N in panels a caller should hand to one call (planner hint)
+  int pf = 0;       // software prefetch distance in weight blocks (0 = none; helps DRAM-bound GEMV)
   int64_t k = 0;    // reduction length (elements); fixed at emit time
   int64_t m_min = 1, m_max = 0;  // row range the spec is meant for (m_max 0 = unbounded)
   Epilogue epilogue = Epilogue::Store;
 
-  // "op=gemm,w=q4_K,a=q8_K,isa=avx512,mr=4,nr=3,kc=0,nc=0,k=4096,m=2-0,ep=store"
+  // "op=gemm,w=q4_K,a=q8_K,isa=avx512,mr=4,nr=3,kc=0,nc=0,pf=0,k=4096,m=2-0,ep=store"
   std::string to_string() const;
   // Parses to_string()'s form; keys may come in any order and may be omitted (defaults above).
   // Throws ckjit::Error on unknown keys or values and on inconsistent specs (see validate()).

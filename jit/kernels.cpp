@@ -33,6 +33,7 @@ GemmArgs tile_args(const KernelSpec& spec, const MatmulOperands& op, const Tile&
 }
 
 void run_tile(const JitKernel& k, const MatmulOperands& op, const Tile& t) {
+  k.require_runnable();
   GemmArgs a = tile_args(k.spec(), op, t);
   if (a.m == 0 || a.n == 0) return;
   k.as<GemmFn>()(&a);

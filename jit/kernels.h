@@ -31,4 +31,13 @@ GemmArgs tile_args(const KernelSpec& spec, const MatmulOperands& op, const Tile&
 void run_tile(const JitKernel& k, const MatmulOperands& op, const Tile& t);
 void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const Tile& t);
 
+// Fused Gate-Up SwiGLU whose result goes straight into the Q8_K input of the down projection:
+// the SwiGLU kernel writes the tile into a small f32 scratch (L2-sized row chunks) and the Q8_K
+// quantizer (spec k = 256) turns each 256-column block into one BlockQ8_K of `dst` (row stride
+// ldd bytes, block index = column / 256). The tile's columns must start at a multiple of 256 and
+// end at one or at N; N must be a multiple of 256. Same bytes as running SwiGLU to f32 and then
+// quant::quantize_row_q8_K on every row.
+void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& quantize256, const MatmulOperands& op,
+                            void* dst, int64_t ldd, const Tile& t);
+
 }  // namespace ckjit::jit

@@ -31,8 +31,10 @@ class MatmulAvx512Frame : public Emitter {
     np_ = swiglu_ ? s.nr / 2 : s.nr;
     nb_ = int(s.k / k_block);
     ps_ = int64_t(nb_) * block_bytes;
-    if (mr_ > 6) throw Error("avx512 matmul kernel: mr must be <= 6");
-    if (2 * mr_ * s.nr + s.nr > 27) throw Error("avx512 matmul kernel: mr*nr too large for 32 zmm registers");
+    // (AMX kernels derive from this frame for its constants and epilogue helpers only.)
+    if (s.isa != IsaPath::Amx && mr_ > 6) throw Error("avx512 matmul kernel: mr must be <= 6");
+    if (s.isa != IsaPath::Amx && 2 * mr_ * s.nr + s.nr > 27)
+      throw Error("avx512 matmul kernel: mr*nr too large for 32 zmm registers");
     if (ps_ * np_ > (int64_t(1) << 30)) throw Error("avx512 matmul kernel: k too large");
   }
 
@@ -57,7 +59,8 @@ class MatmulAvx512Frame : public Emitter {
   int off_ldr_mr() const { return acc_bytes() + 32; }
   int off_ldy() const { return acc_bytes() + 40; }
   int off_ldr() const { return acc_bytes() + 48; }
-  int frame() const { return acc_bytes() + 64; }
+  int off_scratch() const { return acc_bytes() + 64; }  // 256 bytes for the derived emitter
+  int frame() const { return acc_bytes() + 64 + 256; }
 
   // Register roles. rdi args, r15/rbx weight group bases (gate/up), r14 x of the m-block, rax y of
   // the tile, rbp residual of the tile, r12 rows left, r13 panels left, r11 ldx; inside a body
@@ -215,6 +218,9 @@ class MatmulAvx512Frame : public Emitter {
       }
     Label sb;
     L(sb);
+    if (spec_.pf > 0)  // pull the weight blocks pf ahead into L2 (past-the-end prefetches are harmless)
+      for (int st = 0; st < ns; ++st)
+        for (int64_t off = 0; off < block_bytes_; off += 64) prefetcht1(ptr[stream(st, spec_.pf * block_bytes_ + off)]);
     emit_superblock(mr, ns);
     add(rsi, int(block_bytes_));
     add(r8, int(block_bytes_));

@@ -46,6 +46,21 @@ struct Q4KPanelLayout {
   int64_t d() const { return 144 * P; }
   int64_t dmin() const { return 146 * P; }
   int64_t bytes() const { return 148 * P; }
+  int64_t quad(int s, int j) const { return qs(s / 2, j); }  // the byte holding sub-block s, quad j
+};
+
+// Q5_K panel super-block, P = panel rows: the 5-bit quants one per byte, then as Q4_K.
+//   u[64][P][4] at 0 (quad j = elements 4j..4j+3), sc[8][P] at 256P, mn[8][P] at 264P,
+//   d[P] at 272P, dmin[P] at 274P; 280P bytes in all.
+struct Q5KPanelLayout {
+  int P;
+  int64_t u(int j) const { return int64_t(j) * P * 4; }
+  int64_t quad(int s, int j) const { return u(8 * s + j); }
+  int64_t sc(int s) const { return 256 * P + s * P; }
+  int64_t mn(int s) const { return 264 * P + s * P; }
+  int64_t d() const { return 272 * P; }
+  int64_t dmin() const { return 274 * P; }
+  int64_t bytes() const { return 280 * P; }
 };
 
 // Q6_K panel super-block, P = panel rows:
@@ -82,6 +97,9 @@ struct Q80PanelLayout {
 
 PackedWeights repack_q8_0(const quant::BlockQ8_0* src, int64_t n, int64_t k, int panel, int threads);
 void unpack_q8_0(const PackedWeights& w, quant::BlockQ8_0* dst);
+
+PackedWeights repack_q5_K(const quant::BlockQ5_K* src, int64_t n, int64_t k, int panel, int threads);
+void unpack_q5_K(const PackedWeights& w, quant::BlockQ5_K* dst);
 
 PackedWeights repack_q6_K(const quant::BlockQ6_K* src, int64_t n, int64_t k, int panel, int threads);
 void unpack_q6_K(const PackedWeights& w, quant::BlockQ6_K* dst);

@@ -1,252 +1,69 @@
-// Q4_K x Q8_K matmul on AVX2 (ymm, 8-row panels): GEMM, GEMV and fused Gate-Up SwiGLU for CPUs
+// Q4_K and Q5_K x Q8_K matmul on AVX2 (ymm, 8-row panels): GEMM, GEMV and fused Gate-Up SwiGLU for CPUs
 // without AVX-512 (or with CKJIT_MAX_ISA=avx2). No VNNI: per 4 quants vpmaddubsw forms int16
 // pair sums (|.| <= 2·15·127) that are added in int16 over a whole 32-element sub-block
 // (|.| <= 30480, exact), then one vpmaddwd by the (sc, sc) word pair applies the sub-block scale
 // in the integer domain and yields int32. Integer sums and float order are the same as the
 // AVX-512 kernel (q4k_avx512_emitter.cpp), so both paths give bit-identical results:
 //   acc = fma(float(S), f16(d)·D, acc); accm = fma(float(M), f16(dmin)·D, accm); y = acc − accm.
-#include "jit/emitter.h"
+#include "jit/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
-#include "jit/silu_constants.h"
-#include "runtime/error.h"
 
 namespace ckjit::jit {
 namespace {
 
 using namespace Xbyak;
 
-constexpr int kQ8KBytes = sizeof(quant::BlockQ8_K);
-constexpr int kQ8KQs = 4, kQ8KBsums = 260;
-
-class Q4KAvx2 : public Emitter {
+// Q4_K (nibbles) and Q5_K (5-bit quants one per byte; pair sums <= 2·31·127, so the int16 sum
+// covers 4 quads and the scale is applied twice per sub-block) share the structure.
+template <class Layout, bool kNibbles>
+class KMinAvx2 : public MatmulAvx2Frame {
  public:
-  explicit Q4KAvx2(const KernelSpec& s) : Emitter(s), L_{8} {
-    swiglu_ = s.op == Op::SwiGLU;
-    mr_ = s.mr;
-    np_ = swiglu_ ? s.nr / 2 : s.nr;
-    nb_ = int(s.k / quant::QK_K);
-    ps_ = int64_t(nb_) * L_.bytes();
-    if (mr_ > 6) throw Error("q4_K avx2 kernel: mr must be <= 6");
-    if (2 * mr_ * s.nr + s.nr + 3 > 16) throw Error("q4_K avx2 kernel: mr*nr too large for 16 ymm registers");
-    if (ps_ * np_ > (int64_t(1) << 30)) throw Error("q4_K avx2 kernel: k too large");
-    generate();
-  }
+  explicit KMinAvx2(const KernelSpec& s) : MatmulAvx2Frame(s, Layout{8}.bytes(), quant::QK_K, true) { generate(); }
 
  private:
-  Q4KPanelLayout L_;
-  bool swiglu_ = false;
-  int mr_ = 0, np_ = 0, nb_ = 0;
-  int64_t ps_ = 0;
-  Label consts_, iota_;
+  const Layout L_{8};
 
-  int acc_bytes() const { return 2 * 6 * 4 * 32; }
-  int off_acc(int m, int st, int ns, bool mins) const { return ((mins ? 6 * 4 : 0) + m * ns + st) * 32; }
-  int off_ygroup() const { return acc_bytes(); }
-  int off_rgroup() const { return acc_bytes() + 8; }
-  int off_ldx_mr() const { return acc_bytes() + 16; }
-  int off_ldy_mr() const { return acc_bytes() + 24; }
-  int off_ldr_mr() const { return acc_bytes() + 32; }
-  int off_ldy() const { return acc_bytes() + 40; }
-  int off_ldr() const { return acc_bytes() + 48; }
-  int off_tailmask() const { return acc_bytes() + 64; }   // 8 dwords: lanes < n%8 (all when 0)
-  int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
-  int frame() const { return acc_bytes() + 128; }
-
-  // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums) and S (int32) per
-  // (row, stream), W per stream, then yA (activation broadcast), yT (temp), yMask (0x0F bytes).
-  Ymm U(int m, int st, int ns) const { return Ymm(m * ns + st); }
-  Ymm S(int m, int st, int ns) const { return Ymm(mr_ * ns + m * ns + st); }
-  Ymm W(int st, int ns) const { return Ymm(2 * mr_ * ns + st); }
-  const Ymm yA{13}, yT{14}, yMask{15};
-
-  RegExp stream(int st, int64_t off) const {
-    if (!swiglu_) return rsi + int(st * ps_ + off);
-    return (st % 2 == 0 ? rsi : r8) + int((st / 2) * ps_ + off);
-  }
-  RegExp xrow(int m, int off) const {
-    const Reg64& base = m < 3 ? r9 : r10;
-    switch (m % 3) {
-      case 0: return base + off;
-      case 1: return base + r11 + off;
-      default: return base + r11 * 2 + off;
-    }
-  }
-  Address cst(int index) { return ptr[rip + consts_ + index * 4]; }
-
-  void generate() {
-    const Reg64 args = rdi;
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, frame());
-    mov(r11, ptr[args + 24]);
-    mov(rax, ptr[args + 32]);
-    mov(ptr[rsp + off_ygroup()], rax);
-    mov(rax, ptr[args + 48]);
-    mov(ptr[rsp + off_rgroup()], rax);
-    mov(rax, r11);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldx_mr()], rax);
-    mov(rax, ptr[args + 40]);
-    mov(ptr[rsp + off_ldy()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldy_mr()], rax);
-    mov(rax, ptr[args + 56]);
-    mov(ptr[rsp + off_ldr()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldr_mr()], rax);
-    mov(r15, ptr[args + 0]);
-    mov(rbx, ptr[args + 8]);
-    // Tail mask: lane i active when i < n%8 (every lane when n%8 == 0).
-    mov(rax, ptr[args + 72]);
-    mov(ecx, eax);
-    and_(ecx, 7);
-    mov(edx, 8);
-    test(ecx, ecx);
-    cmovz(ecx, edx);
-    vmovd(Xmm(yT.getIdx()), ecx);
-    vpbroadcastd(yT, Xmm(yT.getIdx()));
-    vmovdqu(yA, ptr[rip + iota_]);  // 0..7
-    vpcmpgtd(yT, yT, yA);
-    vmovdqu(ptr[rsp + off_tailmask()], yT);
-    lea(r13, ptr[rax + 7]);
-    shr(r13, 3);
-    vpbroadcastd(yMask, cst(0));
-
-    Label done, group, tails;
-    L(group);
-    cmp(r13, np_);
-    jl(tails, T_NEAR);
-    {
-      Label not_last, set;
-      vpcmpeqd(yT, yT, yT);
-      jne(set);
-      vmovdqu(yT, ptr[rsp + off_tailmask()]);
-      L(set);
-      vmovdqu(ptr[rsp + off_storemask()], yT);
-      emit_mloop(np_);
-      add(r15, int(np_ * ps_));
-      add(rbx, int(np_ * ps_));
-      add(qword[rsp + off_ygroup()], np_ * 32);
-      add(qword[rsp + off_rgroup()], np_ * 32);
-      sub(r13, np_);
-      jmp(group, T_NEAR);
-    }
-    L(tails);
-    for (int np = np_ - 1; np >= 1; --np) {
-      Label next;
-      cmp(r13, np);
-      jne(next, T_NEAR);
-      vmovdqu(yT, ptr[rsp + off_tailmask()]);
-      vmovdqu(ptr[rsp + off_storemask()], yT);
-      emit_mloop(np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
-    vzeroupper();
-    add(rsp, frame());
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
-    ret();
-    emit_constants();
-  }
-
-  void emit_constants() {
-    align(64);
-    L(consts_);
-    const float f[] = {kLog2e, kLn2Hi, kLn2Lo, kExpLo, kExpHi, 1.0f};
-    dd(0x0F0F0F0F);  // 0
-    dd(0x00010001);  // 1
-    dd(127);         // 2
-    for (float v : f) dd(std::bit_cast<uint32_t>(v));  // 3..8
-    for (float v : kExpPoly) dd(std::bit_cast<uint32_t>(v));  // 9..16
-    align(32);
-    L(iota_);
-    for (int i = 0; i < 8; ++i) dd(uint32_t(i));
-  }
-
-  void emit_mloop(int np) {
-    mov(r12, ptr[rdi + 64]);
-    mov(r14, ptr[rdi + 16]);
-    mov(rax, ptr[rsp + off_ygroup()]);
-    mov(rbp, ptr[rsp + off_rgroup()]);
-    Label loop, tails, done;
-    L(loop);
-    cmp(r12, mr_);
-    jl(tails, T_NEAR);
-    emit_body(mr_, np);
-    add(r14, ptr[rsp + off_ldx_mr()]);
-    add(rax, ptr[rsp + off_ldy_mr()]);
-    add(rbp, ptr[rsp + off_ldr_mr()]);
-    sub(r12, mr_);
-    jmp(loop, T_NEAR);
-    L(tails);
-    for (int mr = mr_ - 1; mr >= 1; --mr) {
-      Label next;
-      cmp(r12, mr);
-      jne(next, T_NEAR);
-      emit_body(mr, np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
-  }
-
-  // Loads the (v, v) word pairs of 8 unsigned bytes at addr into y: zero-extend, then * 0x10001.
-  void load_pairs(const Ymm& y, const Address& addr) {
-    vpmovzxbd(y, addr);
-    vpbroadcastd(yA, cst(1));
-    vpmulld(y, y, yA);
-  }
-
-  void emit_body(int mr, int np) {
-    const int ns = swiglu_ ? 2 * np : np;
-    mov(rsi, r15);
-    mov(r8, rbx);
-    mov(r9, r14);
-    lea(r10, ptr[r11 + r11 * 2]);
-    add(r10, r9);
-    mov(ecx, nb_);
-    vpxor(yT, yT, yT);
-    for (int m = 0; m < mr; ++m)
-      for (int st = 0; st < ns; ++st) {
-        vmovups(ptr[rsp + off_acc(m, st, ns, false)], yT);
-        vmovups(ptr[rsp + off_acc(m, st, ns, true)], yT);
-      }
-    Label sb;
-    L(sb);
-    for (int s = 0; s < 8; ++s) {
-      for (int j = 0; j < 8; ++j) {
-        for (int st = 0; st < ns; ++st) {
-          if (s % 2 == 0) {
-            vpand(W(st, ns), yMask, ptr[stream(st, L_.qs(s / 2, j))]);
-          } else {
-            vmovdqu(W(st, ns), ptr[stream(st, L_.qs(s / 2, j))]);
-            vpsrlw(W(st, ns), W(st, ns), 4);
-            vpand(W(st, ns), W(st, ns), yMask);
-          }
-        }
-        for (int m = 0; m < mr; ++m) {
-          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
+  void emit_superblock(int mr, int ns) override {
+    const int quads_per_sum = kNibbles ? 8 : 4;
+    bool first = true;
+    for (int s = 0; s < 8; ++s)
+      for (int j0 = 0; j0 < 8; j0 += quads_per_sum) {
+        for (int j = j0; j < j0 + quads_per_sum; ++j) {
           for (int st = 0; st < ns; ++st) {
-            if (j == 0) {
-              vpmaddubsw(U(m, st, ns), W(st, ns), yA);
+            if (!kNibbles) {
+              vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
+            } else if (s % 2 == 0) {
+              vpand(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);
             } else {
-              vpmaddubsw(yT, W(st, ns), yA);
-              vpaddw(U(m, st, ns), U(m, st, ns), yT);
+              vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
+              vpsrlw(W(st, ns), W(st, ns), 4);
+              vpand(W(st, ns), W(st, ns), yMask);
+            }
+          }
+          for (int m = 0; m < mr; ++m) {
+            vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
+            for (int st = 0; st < ns; ++st) {
+              if (j == j0) {
+                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
+              } else {
+                vpmaddubsw(yT, W(st, ns), yA);
+                vpaddw(U(m, st, ns), U(m, st, ns), yT);
+              }
             }
           }
         }
-      }
-      for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.sc(s))]);
-      for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) {
-          if (s == 0) {
-            vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
-          } else {
-            vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
-            vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+        for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.sc(s))]);
+        for (int m = 0; m < mr; ++m)
+          for (int st = 0; st < ns; ++st) {
+            if (first) {
+              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
+            } else {
+              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
+              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+            }
           }
-        }
-    }
+        first = false;
+      }
     // Min term: (mn, mn) word pairs times the bsums pair of each sub-block.
     for (int s = 0; s < 8; ++s) {
       for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.mn(s))]);
@@ -262,106 +79,18 @@ class Q4KAvx2 : public Emitter {
         }
       }
     }
-    emit_float_update(mr, ns, false);
-    emit_float_update(mr, ns, true);
-    add(rsi, int(L_.bytes()));
-    add(r8, int(L_.bytes()));
-    add(r9, kQ8KBytes);
-    add(r10, kQ8KBytes);
-    dec(ecx);
-    jnz(sb, T_NEAR);
-    emit_epilogue(mr, np, ns);
-  }
-
-  void emit_float_update(int mr, int ns, bool mins) {
-    for (int st = 0; st < ns; ++st) vcvtph2ps(W(st, ns), ptr[stream(st, mins ? L_.dmin() : L_.d())]);
-    for (int m = 0; m < mr; ++m) {
-      for (int st = 0; st < ns; ++st) {
-        Ymm v = mins ? U(m, st, ns) : S(m, st, ns);
-        int off = off_acc(m, st, ns, mins);
-        vbroadcastss(yA, ptr[xrow(m, 0)]);
-        vmulps(yA, W(st, ns), yA);
-        vcvtdq2ps(v, v);
-        vmovups(yT, ptr[rsp + off]);
-        vfmadd231ps(yT, v, yA);
-        vmovups(ptr[rsp + off], yT);
-      }
-    }
-  }
-
-  void load_result(const Ymm& y, int m, int st, int ns) {
-    vmovups(y, ptr[rsp + off_acc(m, st, ns, false)]);
-    vsubps(y, y, ptr[rsp + off_acc(m, st, ns, true)]);
-  }
-
-  void emit_epilogue(int mr, int np, int ns) {
-    mov(rdx, rax);
-    mov(rsi, rbp);
-    const Ymm mask(6);
-    for (int m = 0; m < mr; ++m) {
-      for (int q = 0; q < np; ++q) {
-        const bool last = q == np - 1;
-        const Ymm y(0), u(1), t(2);
-        if (last) vmovdqu(mask, ptr[rsp + off_storemask()]);
-        if (swiglu_) {
-          load_result(y, m, 2 * q, ns);
-          load_result(u, m, 2 * q + 1, ns);
-          emit_silu_mul(y, u);
-        } else {
-          load_result(y, m, q, ns);
-          if (spec_.epilogue == Epilogue::ResidualAdd) {
-            if (last) vmaskmovps(t, mask, ptr[rsi + q * 32]);
-            else vmovups(t, ptr[rsi + q * 32]);
-            vaddps(y, y, t);
-          }
-        }
-        if (last) vmaskmovps(ptr[rdx + q * 32], mask, y);
-        else vmovups(ptr[rdx + q * 32], y);
-      }
-      if (m + 1 < mr) {
-        add(rdx, ptr[rsp + off_ldy()]);
-        if (spec_.epilogue == Epilogue::ResidualAdd) add(rsi, ptr[rsp + off_ldr()]);
-      }
-    }
-  }
-
-  // g <- (g / (1 + exp(-g))) * u in the order of silu_constants.h; 2^n is built from exponent
-  // bits (n is in [-126, 127] after the clamp), then one rounding multiply like vscalefps.
-  void emit_silu_mul(const Ymm& g, const Ymm& u) {
-    const Ymm x(2), n(3), r(4), p(5), c(7);
-    vxorps(x, x, x);
-    vsubps(x, x, g);
-    vbroadcastss(c, cst(6));
-    vmaxps(x, x, c);
-    vbroadcastss(c, cst(7));
-    vminps(x, x, c);
-    vbroadcastss(c, cst(3));
-    vmulps(n, x, c);
-    vroundps(n, n, 0);
-    vmovaps(r, x);
-    vbroadcastss(c, cst(4));
-    vfnmadd231ps(r, n, c);
-    vbroadcastss(c, cst(5));
-    vfnmadd231ps(r, n, c);
-    vbroadcastss(p, cst(9));
-    for (int i = 1; i < 8; ++i) {
-      vbroadcastss(c, cst(9 + i));
-      vfmadd213ps(p, r, c);
-    }
-    vcvtps2dq(n, n);
-    vpbroadcastd(c, cst(2));
-    vpaddd(n, n, c);
-    vpslld(n, n, 23);
-    vmulps(p, p, n);
-    vbroadcastss(c, cst(8));
-    vaddps(p, p, c);
-    vdivps(g, g, p);
-    vmulps(g, g, u);
+    emit_float_update(mr, ns, false, L_.d());
+    emit_float_update(mr, ns, true, L_.dmin());
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Emitter> make_q4k_avx2_emitter(const KernelSpec& spec) { return std::make_unique<Q4KAvx2>(spec); }
+std::unique_ptr<Emitter> make_q4k_avx2_emitter(const KernelSpec& spec) {
+  return std::make_unique<KMinAvx2<Q4KPanelLayout, true>>(spec);
+}
+std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec) {
+  return std::make_unique<KMinAvx2<Q5KPanelLayout, false>>(spec);
+}
 
 }  // namespace ckjit::jit

@@ -27,6 +27,7 @@ void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
   int64_t block_bytes = 0;
   if (spec.wtype == TensorType::Q4_K) dot = ref_dot_q4k, block_bytes = Q4KPanelLayout{P}.bytes();
   else if (spec.wtype == TensorType::Q6_K) dot = ref_dot_q6k, block_bytes = Q6KPanelLayout{P}.bytes();
+  else if (spec.wtype == TensorType::Q5_K) dot = ref_dot_q5k, block_bytes = Q5KPanelLayout{P}.bytes();
   else if (spec.wtype == TensorType::Q8_0) dot = ref_dot_q80, block_bytes = Q80PanelLayout{P}.bytes();
   else throw Error("reference_kernel: no reference for " + spec.to_string());
   const int64_t ps = int64_t(nb) * block_bytes;

@@ -16,6 +16,7 @@ Q4KPartials q4k_partials(const uint8_t* panel_block, int row_in_panel, int panel
 // One weight row (row l of a panel of P rows) times one activation row over nb blocks, in the
 // kernel's documented float order.
 float ref_dot_q4k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
+float ref_dot_q5k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
 float ref_dot_q6k(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
 float ref_dot_q80(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
 

@@ -71,7 +71,8 @@ inline PeakResult vnni_peak(Team& team) {
       team.run([&](int) { fn(iters); });
       runs.push_back(now_s() - t0);
     }
-    double gmacs = double(iters) * 4 * accs * 64 * team.size() / median(runs) / 1e9;
+    // Best run: the ceiling this machine can reach (other tenants only ever lower it).
+    double gmacs = double(iters) * 4 * accs * 64 * team.size() / *std::min_element(runs.begin(), runs.end()) / 1e9;
     if (gmacs > best.gmacs) best = {accs, gmacs};
   }
   return best;
@@ -93,7 +94,7 @@ inline double dram_read_gbs(Team& team, size_t bytes) {
     runs.push_back(now_s() - t0);
   }
   std::free(buf);
-  return double(bytes) / median(runs) / 1e9;
+  return double(bytes) / *std::min_element(runs.begin(), runs.end()) / 1e9;  // best run, as for the peak
 }
 
 }  // namespace ckjit::bench

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "runtime/error.h"
 
@@ -21,7 +22,7 @@ class JsonParser {
   }
 
  private:
-  static constexpr int kMaxDepth = 512;
+  static constexpr int kMaxDepth = 64;  // deeper documents are refused: no stack exhaustion
   std::string_view s_;
   size_t i_ = 0;
 
@@ -42,16 +43,18 @@ class JsonParser {
   }
 
   JsonValue value(int depth) {
-    if (depth > kMaxDepth) fail("nesting too deep");
+    if (depth >= kMaxDepth) fail("nesting too deep");
     JsonValue v;
     const char c = peek();
     if (c == '{') {
       v.kind_ = JsonValue::Kind::Object;
       ++i_;
       if (peek() == '}') { ++i_; return v; }
+      std::unordered_set<std::string> seen;
       while (true) {
         if (peek() != '"') fail("expected a member name");
         std::string key = string();
+        if (!seen.insert(key).second) fail("duplicate member name '" + key + "'");
         if (peek() != ':') fail("expected ':'");
         ++i_;
         v.object_.emplace_back(std::move(key), value(depth + 1));
@@ -98,6 +101,7 @@ class JsonParser {
       if (i_ == d) fail("invalid number");
     };
     if (i_ < s_.size() && s_[i_] == '-') ++i_;
+    if (i_ + 1 < s_.size() && s_[i_] == '0' && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9') fail("leading zero in number");
     digits();
     if (i_ < s_.size() && s_[i_] == '.') { ++i_; digits(); }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
@@ -105,7 +109,9 @@ class JsonParser {
       if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
       digits();
     }
-    return std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
+    const double d = std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
+    if (!std::isfinite(d)) fail("number out of range");
+    return d;
   }
 
   uint32_t hex4() {
@@ -218,6 +224,11 @@ const JsonValue* JsonValue::find(std::string_view key) const {
     if (k == key) return &v;
   return nullptr;
 }
+const JsonValue& JsonValue::at(std::string_view key, std::string_view what) const {
+  if (const JsonValue* v = find(key)) return *v;
+  throw Error("JSON: " + std::string(what) + ": missing member '" + std::string(key) + "'");
+}
+
 const JsonValue& JsonValue::at(std::string_view key) const {
   if (kind_ != Kind::Object) wrong_kind(key, "a member of an object", kind_);
   if (const JsonValue* v = find(key)) return *v;

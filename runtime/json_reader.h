@@ -1,5 +1,6 @@
 // Minimal JSON reader (RFC 8259): parses a document into a tree of JsonValue. Used for Hugging Face
-// tokenizer files; throws ckjit::Error with the byte offset on malformed input.
+// tokenizer files and ckjit profiles. Throws ckjit::Error with the byte offset on malformed input;
+// nesting deeper than 64 and duplicate member names are refused (hostile files stay harmless).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,6 +32,8 @@ class JsonValue {
   const JsonValue* find(std::string_view key) const;
   // Object member; throws ckjit::Error if missing.
   const JsonValue& at(std::string_view key) const;
+  // Same, naming `what` (e.g. "profile.entries[2]") in the error.
+  const JsonValue& at(std::string_view key, std::string_view what) const;
 
  private:
   friend class JsonParser;

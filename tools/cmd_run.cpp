@@ -16,6 +16,7 @@
 #include "jit/isa_select.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
+#include "runtime/profile.h"
 #include "runtime/sampler.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/gguf_vocab.h"
@@ -84,6 +85,7 @@ int run_main(const std::vector<std::string>& args) {
       ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
       ("ignore-eos", "do not stop at end-of-generation tokens")
       ("no-jit", "use the scalar reference kernels for every weight")
+      ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "dtype report and memory on stderr")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -107,6 +109,9 @@ int run_main(const std::vector<std::string>& args) {
   int threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
   if (threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
+  // A stale, corrupt or foreign profile is reported and ignored, never fatal.
+  if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
+  else if (verbose) std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
 
   // ---- load ----
   const auto t_load = Clock::now();

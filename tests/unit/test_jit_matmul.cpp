@@ -1,4 +1,4 @@
-// JIT framework and Q4_K kernels: spec round trip, W^X code pages, lossless repack, and every
+// JIT framework and matmul kernels: spec round trip, W^X code pages, lossless repack, and every
 // generated kernel against its scalar twin (bit-exact) on odd shapes.
 #include <doctest/doctest.h>
 
@@ -63,8 +63,27 @@ std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed) {
   return v;
 }
 
+std::vector<quant::BlockQ5_K> random_q5k(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  std::vector<quant::BlockQ5_K> v(size_t(n * k / 256));
+  for (auto& b : v) {
+    b.d = quant::f32_to_f16(scale(rng));
+    b.dmin = quant::f32_to_f16(scale(rng));
+    for (auto& s : b.scales) s = uint8_t(byte(rng));
+    for (auto& q : b.qh) q = uint8_t(byte(rng));
+    for (auto& q : b.qs) q = uint8_t(byte(rng));
+  }
+  return v;
+}
+
 // Random weights of the spec's type, repacked for its ISA.
 PackedWeights random_packed(const KernelSpec& spec, int64_t n, int64_t k, uint32_t seed) {
+  if (spec.wtype == TensorType::Q5_K) {
+    auto q = random_q5k(n, k, seed);
+    return repack_q5_K(q.data(), n, k, panel_cols(spec.isa), 2);
+  }
   if (spec.wtype == TensorType::Q8_0) {
     auto q = random_q80(n, k, seed);
     return repack_q8_0(q.data(), n, k, panel_cols(spec.isa), 2);
@@ -162,6 +181,7 @@ TEST_SUITE("jit") {
     KernelSpec s = q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU);
     s.m_min = 2;
     s.kc = 4;
+    s.pf = 2;
     KernelSpec p = KernelSpec::parse(s.to_string());
     CHECK(p == s);
     CHECK(p.to_string() == s.to_string());
@@ -171,6 +191,7 @@ TEST_SUITE("jit") {
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,w=q4_K,a=q8_0"), Error);
     CHECK_THROWS_AS(KernelSpec::parse("op=swiglu,k=256,nr=3,ep=swiglu"), Error);
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,mr=x"), Error);
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,pf=100"), Error);
     CHECK_THROWS_AS(KernelSpec::parse(""), Error);
   }
 
@@ -261,6 +282,9 @@ TEST_SUITE("jit") {
         for (int64_t n : {5, 53, 100}) check_matmul(q4k_spec(Op::Gemm, 4, 3, k), m, n, uint32_t(k + m * 7 + n));
     check_matmul(q4k_spec(Op::Gemm, 6, 2, 256), 13, 70, 5);
     check_matmul(q4k_spec(Op::Gemm, 4, 3, 256, Epilogue::ResidualAdd), 7, 61, 6);
+    KernelSpec pf = q4k_spec(Op::Gemv, 1, 4, 1024);
+    pf.pf = 2;  // prefetching must not change results
+    check_matmul(pf, 1, 70, 8);
   }
 
   TEST_CASE("Q4_K GEMV avx512 (M = 1 and small M) equals its scalar twin") {
@@ -290,6 +314,10 @@ TEST_SUITE("jit") {
     for (int64_t m : {1, 2, 3, 17})
       check_matmul(q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), m, 27, uint32_t(m * 5));
     CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::Gemm, 4, 2, 256, Epilogue::Store, a2)), Error);
+    // A kernel above the allowed ISA is still emitted (for inspection) but refuses to run.
+    const JitKernel& wide = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(wide.runnable() == avx512_runs());
+    if (!wide.runnable()) CHECK_THROWS_AS(wide.require_runnable(), Error);
   }
 
   TEST_CASE("avx2 and avx512 Q4_K paths give bit-identical outputs") {
@@ -394,6 +422,144 @@ TEST_SUITE("jit") {
     float r = ref_dot_q80(w.panel_ptr(0), 16, 0, reinterpret_cast<const uint8_t*>(xq.data()), 8);
     float vd = quant::vec_dot_q8_0_q8_0(wq.data(), xq.data(), 256);
     CHECK(std::fabs(r - vd) <= 1e-5f * (1.0f + std::fabs(vd)));
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q5_K repack is lossless and its reference matches llama.cpp's vec_dot") {
+    auto src = random_q5k(23, 512, 9);
+    PackedWeights w = repack_q5_K(src.data(), 23, 512, 16, 2);
+    std::vector<quant::BlockQ5_K> back(src.size());
+    unpack_q5_K(w, back.data());
+    CHECK(std::memcmp(back.data(), src.data(), src.size() * sizeof(quant::BlockQ5_K)) == 0);
+    auto x = random_q8k(1, 512, 10);
+    for (int l = 0; l < 3; ++l) {
+      float r = ref_dot_q5k(w.panel_ptr(0), 16, l, reinterpret_cast<const uint8_t*>(x.data()), 2);
+      float v = quant::vec_dot_q5_K_q8_K(src.data() + 2 * l, x.data(), 512);
+      CHECK(std::fabs(r - v) <= 1e-5f * (1.0f + std::fabs(v)));
+    }
+  }
+
+  TEST_CASE("Q5_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
+    g.wtype = TensorType::Q5_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {7, 53}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
+    v.wtype = TensorType::Q5_K;
+    check_matmul(v, 1, 100, 3);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
+    sw.wtype = TensorType::Q5_K;
+    check_matmul(sw, 7, 33, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("SwiGLU straight into Q8_K equals SwiGLU then the reference quantizer") {
+    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    const int64_t m = 7, n = 768, k = 512;
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, k, Epilogue::SwiGLU);
+    PackedWeights g = random_packed(sw, n, k, 1), u = random_packed(sw, n, k, 2);
+    auto x = random_q8k(m, k, 3);
+    MatmulOperands op;
+    op.w = &g;
+    op.w2 = &u;
+    op.x = x.data();
+    op.ldx = k / 256 * int64_t(sizeof(BlockQ8_K));
+    std::vector<float> y(size_t(m * n));
+    op.y = y.data();
+    op.ldy = n * 4;
+    const JitKernel& ks = global_code_cache().get(sw);
+    run_tile(ks, op, {0, m, 0, n});
+    std::vector<BlockQ8_K> want(size_t(m * n / 256)), got(want.size());
+    for (int64_t r = 0; r < m; ++r) quant::quantize_row_q8_K(y.data() + r * n, want.data() + r * (n / 256), n);
+    const JitKernel& q = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=avx512,k=256"));
+    const int64_t ldd = n / 256 * int64_t(sizeof(BlockQ8_K));
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, 3, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {3, m, 0, 512});
+    run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 512, n});
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(BlockQ8_K)) == 0);
+    CHECK_THROWS_AS(run_swiglu_to_q8k_tile(ks, q, op, got.data(), ldd, {0, m, 16, 256}), Error);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q8_0 avx2 GEMM and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = g.atype = TensorType::Q8_0;
+    for (int64_t k : {32, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = sw.atype = TensorType::Q8_0;
+    check_matmul(sw, 3, 17, 4);
+  }
+
+  TEST_CASE("Q5_K avx2 GEMM and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = TensorType::Q5_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = TensorType::Q5_K;
+    check_matmul(sw, 3, 17, 4);
+  }
+
+  TEST_CASE("Q6_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
+    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
+    g.wtype = TensorType::Q6_K;
+    for (int64_t k : {256, 4096})
+      for (int64_t m : {1, 2, 3, 17})
+        for (int64_t n : {5, 29}) {
+          g.k = k;
+          check_matmul(g, m, n, uint32_t(k + m + n));
+        }
+    g.k = 512;
+    g.epilogue = Epilogue::ResidualAdd;
+    check_matmul(g, 5, 20, 2);
+    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
+    sw.wtype = TensorType::Q6_K;
+    check_matmul(sw, 3, 17, 4);
+  }
+}
+
+TEST_SUITE("jit") {
+  TEST_CASE("Q4_K kernels are bit-identical to llama.cpp's repacked gemv order") {
+    const int64_t m = 3, n = 21, k = 1024, nb = k / 256;
+    auto wq = random_q4k(n, k, 31);
+    auto x = random_q8k(m, k, 32);
+    for (IsaPath isa : {IsaPath::Avx512, IsaPath::Avx2}) {
+      if (!isa_runs(isa, runtime_isa())) continue;
+      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+      std::vector<float> y(size_t(m * n));
+      MatmulOperands op;
+      op.w = &w;
+      op.x = x.data();
+      op.ldx = nb * int64_t(sizeof(BlockQ8_K));
+      op.y = y.data();
+      op.ldy = n * 4;
+      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float want = quant::vec_dot_q4_K_q8_K_repack_gemv(wq.data() + c * nb, x.data() + r * nb, k);
+          CHECK_MESSAGE(std::memcmp(&y[size_t(r * n + c)], &want, 4) == 0, isa_name(isa) << " row " << r << " col " << c);
+        }
+    }
   }
 }
 

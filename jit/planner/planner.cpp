@@ -1,0 +1,329 @@
+#include "jit/planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "runtime/error.h"
+#include "runtime/json_writer.h"
+#include "runtime/profile.h"
+
+namespace ckjit::planner {
+namespace {
+
+int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+std::string human_bytes(double b) {
+  if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
+  if (b >= 1e6) return fmt("%.1f MB", b / 1e6);
+  if (b >= 1e3) return fmt("%.1f KB", b / 1e3);
+  return fmt("%.0f B", b);
+}
+std::string human_us(double us) {
+  if (us >= 1e6) return fmt("%.2f s", us / 1e6);
+  if (us >= 1e3) return fmt("%.2f ms", us / 1e3);
+  return fmt("%.1f us", us);
+}
+std::string kib(std::size_t b) { return b >= (1u << 20) ? std::to_string(b >> 20) + "M" : std::to_string(b >> 10) + "K"; }
+
+// K granularity: the weight type's block (a kernel never splits a quant block).
+int64_t k_grain(TensorType w) { return std::max<int64_t>(tensor_type_info(w).block_elems, 16); }
+
+struct Context {
+  OpShape shape;
+  KernelTraits kernel;
+  CacheSizes caches;
+  PeakRates peaks;
+  CpuBudget budget;
+  int max_threads = 1;
+};
+
+Context make_context(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts) {
+  validate(shape);
+  Context c;
+  c.shape = shape;
+  c.kernel = kernel_traits(m.isa, shape.wtype);
+  c.caches = cache_sizes(m);
+  c.peaks = opts.peaks ? *opts.peaks : default_peak_rates(m);
+  c.budget = cpu_budget(m);
+  int physical = int(c.budget.cores.size());
+  c.caches.physical_cores = std::max(1, physical);
+  c.max_threads = std::min(c.budget.max_threads, opts.allow_smt ? int(c.budget.cpus.size()) : physical);
+  if (opts.max_threads > 0) c.max_threads = std::min(c.max_threads, opts.max_threads);
+  c.max_threads = std::max(1, c.max_threads);
+  return c;
+}
+
+// Deepest kc (a multiple of the weight block) whose L1 micro-panels fit half of L1; at least one
+// block if that still fits the whole L1, else 0 (this register block does not fit).
+int64_t choose_kc(const Context& c, const RegisterBlock& rb) {
+  const double per_k = rb.nr * c.kernel.weight_bytes * c.shape.weight_matrices() + rb.mr * c.kernel.act_bytes;
+  const int64_t g = k_grain(c.shape.wtype);
+  int64_t kmax = round_up(c.shape.k, g);
+  int64_t kc = int64_t(double(c.caches.l1) / 2 / per_k) / g * g;
+  if (kc < g) kc = per_k * double(g) <= double(c.caches.l1) ? g : 0;
+  return std::min(kc, kmax);
+}
+
+std::vector<int64_t> geometric(int64_t unit, int64_t limit) {
+  std::vector<int64_t> v;
+  for (int64_t x = unit; x < limit; x *= 2) v.push_back(x);
+  v.push_back(std::max(unit, round_up(limit, unit)));
+  return v;
+}
+
+struct Scored {
+  Tiling t;
+  Cost cost;
+};
+
+// Every tiling the model considers for `threads`, scored; blocks that overflow L1/L2 are skipped.
+void enumerate(const Context& c, int threads, bool smt, std::vector<Scored>& out) {
+  const OpShape& s = c.shape;
+  for (const RegisterBlock& rb : register_block_candidates(c.kernel)) {
+    int64_t kc = choose_kc(c, rb);
+    if (kc == 0) continue;
+    for (int64_t mc : geometric(rb.mr, round_up(s.m, rb.mr))) {
+      for (int64_t nc : geometric(rb.nr, round_up(s.n, rb.nr))) {
+        for (LoopOrder order : {LoopOrder::n_k_m, LoopOrder::m_n_k}) {
+          for (SplitAxis split : {SplitAxis::n, SplitAxis::m}) {
+            if (threads == 1 && split == SplitAxis::m) continue;  // same as split N
+            Tiling t;
+            t.threads = threads, t.smt = smt, t.mr = rb.mr, t.nr = rb.nr, t.mc = mc, t.nc = nc, t.kc = kc;
+            t.order = order, t.split = split;
+            Cost cost = estimate(s, t, c.kernel, c.caches, c.peaks);
+            if (cost.fp.l1 > double(c.caches.l1) || cost.fp.l2 > double(c.caches.l2) / 2) continue;
+            out.push_back({t, cost});
+          }
+        }
+      }
+    }
+  }
+}
+
+bool better(const Scored& a, const Scored& b) {
+  if (a.cost.total_us != b.cost.total_us) return a.cost.total_us < b.cost.total_us;
+  return std::tie(a.t.threads, a.t.kc, a.t.mr) < std::tie(b.t.threads, b.t.kc, b.t.mr);  // deterministic
+}
+
+// Best tiling per thread count (1..max), with SMT variants when allowed.
+std::map<int, Scored> best_per_threads(const Context& c, bool allow_smt, std::vector<Scored>* all) {
+  std::map<int, Scored> best;
+  int physical = int(c.budget.cores.size());
+  for (int T = 1; T <= c.max_threads; ++T) {
+    std::vector<Scored> cands;
+    bool smt = T > physical;
+    if (smt && !allow_smt) break;
+    enumerate(c, T, smt, cands);
+    if (cands.empty()) continue;
+    auto it = std::min_element(cands.begin(), cands.end(), better);
+    best[T] = *it;
+    if (all) all->insert(all->end(), cands.begin(), cands.end());
+  }
+  if (best.empty()) throw Error("planner: no register/cache block fits the caches for " + c.shape.key());
+  return best;
+}
+
+// Fewest threads within 2% of the fastest: an extra thread that buys nothing only adds contention.
+int pick_threads(const std::map<int, Scored>& best) {
+  double fastest = 1e300;
+  for (const auto& [T, sc] : best) fastest = std::min(fastest, sc.cost.total_us);
+  for (const auto& [T, sc] : best)
+    if (sc.cost.total_us <= fastest * 1.02) return T;
+  return best.begin()->first;
+}
+
+Plan make_plan(const Context& c, const Scored& sc, bool allow_smt) {
+  Plan p;
+  p.shape = c.shape;
+  p.tiling = sc.t;
+  p.cost = sc.cost;
+  p.kernel = c.kernel;
+  p.caches = c.caches;
+  p.cpus = choose_worker_cpus(c.budget, sc.t.threads, allow_smt || sc.t.smt);
+  return p;
+}
+
+void add_reasons(Plan& p, const Context& c, const std::map<int, Scored>* per_threads) {
+  const OpShape& s = c.shape;
+  const Tiling& t = p.tiling;
+  const Cost& k = p.cost;
+  auto& r = p.reasons;
+  std::string budget = "budget: " + std::to_string(c.budget.max_threads) + " threads (" +
+                       std::to_string(c.budget.cpus.size()) + " cpus allowed on " +
+                       std::to_string(c.budget.cores.size()) + " cores" +
+                       (c.budget.quota_enforced ? ", CPU quota: workers block instead of spinning" : ", no quota") + ")";
+  for (const auto& why : c.budget.reasons) budget += "; " + why;
+  r.push_back(budget);
+  double W = double(s.n) * double(s.k) * c.kernel.weight_bytes * s.weight_matrices();
+  r.push_back("work: " + fmt("%.3g", k.macs / 1e9) + " GMAC on " + compute_path_name(c.kernel.path) + " (" +
+              c.kernel.isa_name + "), weights " + human_bytes(W) + " (" + tensor_type_info(s.wtype).name + " " +
+              fmt("%.3g", 8 * c.kernel.weight_bytes) + " bit), activations " +
+              human_bytes(double(s.m) * double(s.k) * c.kernel.act_bytes) + "; peaks: " + c.peaks.source);
+  int nr_vec = t.nr / c.kernel.lanes;
+  r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": " +
+              std::to_string(t.mr * nr_vec) + " accumulators + " + std::to_string(nr_vec) + " weight + 1 broadcast + " +
+              std::to_string(c.kernel.reserved_regs) + " unpack of " + std::to_string(c.kernel.vector_regs) +
+              " vector registers; keeps " + fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) +
+              " of peak (load ratio, M/N tails)");
+  r.push_back("cache blocks: kc " + std::to_string(t.kc) + " (L1 " + kib(c.caches.l1) + " holds panels " +
+              human_bytes(k.fp.l1) + "), mc " + std::to_string(t.mc) + " x nc " + std::to_string(t.nc) + " (L2 " +
+              kib(c.caches.l2) + " holds " + human_bytes(k.fp.l2) + "), " + loop_order_name(t.order) + ", L3 " +
+              kib(c.caches.l3) + (k.fp.l3 <= double(c.caches.l3) / 2 ? " keeps " : " cannot keep ") +
+              human_bytes(k.fp.l3) + "; threads split " + split_axis_name(t.split) + " (" +
+              fmt("%.0f%%", 100 * k.eff_balance) + " balanced)");
+  if (per_threads && per_threads->size() > 1) {
+    std::string line = "threads:";
+    for (const auto& [T, sc] : *per_threads)
+      line += " " + std::to_string(T) + (sc.t.smt ? "(smt)" : "") + " -> " + human_us(sc.cost.total_us) + " (" +
+              sc.cost.bound + ")" + ",";
+    line.pop_back();
+    line += "; chose " + std::to_string(t.threads) + " (fewest within 2% of the fastest)";
+    r.push_back(line);
+  }
+  r.push_back("expected " + human_us(k.total_us) + ", " + k.bound + "-bound: compute " + human_us(k.compute_us) +
+              ", DRAM " + human_us(k.dram_us) + " (" + human_bytes(k.bytes_dram) + "), L3 " + human_us(k.l3_us) +
+              ", L2 " + human_us(k.l2_us) + ", L1 " + human_us(k.l1_us) + ", sync " + human_us(k.sync_us));
+  for (const auto& n : c.caches.notes) r.push_back("note: " + n);
+}
+
+}  // namespace
+
+std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k) {
+  std::vector<RegisterBlock> out;
+  for (int nr_vec = 1; nr_vec <= 4; ++nr_vec) {
+    int free_regs = k.vector_regs - nr_vec - 1 - k.reserved_regs;
+    int mr_max = free_regs / nr_vec;
+    if (mr_max < 1) continue;
+    // The largest mr, and smaller ones for short M (decode, tails).
+    std::set<int> mrs = {mr_max, std::min(mr_max, 4), std::min(mr_max, 2), 1};
+    for (int mr : mrs) out.push_back({mr, nr_vec * k.lanes});
+  }
+  return out;
+}
+
+Plan plan_op(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts) {
+  Context c = make_context(shape, m, opts);
+  if (opts.exact_threads > 0) {
+    int T = std::min(opts.exact_threads, c.max_threads);
+    std::vector<Scored> cands;
+    enumerate(c, T, T > int(c.budget.cores.size()), cands);
+    if (cands.empty()) throw Error("planner: no register/cache block fits the caches for " + shape.key());
+    Plan p = make_plan(c, *std::min_element(cands.begin(), cands.end(), better), opts.allow_smt);
+    if (T < opts.exact_threads)
+      p.reasons.push_back("asked for " + std::to_string(opts.exact_threads) + " threads; the budget allows " +
+                          std::to_string(T));
+    add_reasons(p, c, nullptr);
+    return p;
+  }
+  auto per = best_per_threads(c, opts.allow_smt, nullptr);
+  Plan p = make_plan(c, per.at(pick_threads(per)), opts.allow_smt);
+  add_reasons(p, c, &per);
+  return p;
+}
+
+std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts,
+                                  std::size_t max_candidates) {
+  Context c = make_context(shape, m, opts);
+  std::vector<Scored> all;
+  auto per = best_per_threads(c, opts.allow_smt, &all);
+  std::sort(all.begin(), all.end(), better);
+  std::vector<Scored> chosen;
+  auto seen = [&](const Tiling& t) {
+    return std::any_of(chosen.begin(), chosen.end(), [&](const Scored& s) { return s.t == t; });
+  };
+  // The model's pick first, then the best of every thread count, then distinct register blocks.
+  chosen.push_back(per.at(pick_threads(per)));
+  for (const auto& [T, sc] : per)
+    if (!seen(sc.t)) chosen.push_back(sc);
+  std::set<std::tuple<int, int, int>> blocks;
+  for (const auto& sc : chosen) blocks.insert({sc.t.threads, sc.t.mr, sc.t.nr});
+  for (const auto& sc : all)
+    if (blocks.insert({sc.t.threads, sc.t.mr, sc.t.nr}).second) chosen.push_back(sc);
+  for (const auto& sc : all) {
+    if (chosen.size() >= max_candidates * 2) break;
+    if (!seen(sc.t)) chosen.push_back(sc);
+  }
+  if (chosen.size() > std::max<std::size_t>(1, max_candidates)) chosen.resize(std::max<std::size_t>(1, max_candidates));
+  std::vector<Plan> plans;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    Plan p = make_plan(c, chosen[i], opts.allow_smt);
+    add_reasons(p, c, i == 0 ? &per : nullptr);
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+Plan plan_for_tiling(const OpShape& shape, const Tiling& tiling, const topo::Machine& m, const PlannerOptions& opts) {
+  Context c = make_context(shape, m, opts);
+  if (tiling.threads > c.budget.max_threads)
+    throw Error("tiling wants " + std::to_string(tiling.threads) + " threads; the CPU budget is " +
+                std::to_string(c.budget.max_threads));
+  Scored sc{tiling, estimate(shape, tiling, c.kernel, c.caches, c.peaks)};
+  Plan p = make_plan(c, sc, opts.allow_smt || tiling.smt);
+  if (int(p.cpus.size()) < tiling.threads)
+    throw Error("tiling wants " + std::to_string(tiling.threads) + " threads; only " + std::to_string(p.cpus.size()) +
+                " cpus are usable" + (tiling.smt ? "" : " without SMT"));
+  add_reasons(p, c, nullptr);
+  return p;
+}
+
+Plan plan_with_profile(const OpShape& shape, const topo::Machine& m, const ProfileEntry* entry,
+                       const std::string& profile_path, const PlannerOptions& opts) {
+  if (entry) {
+    try {
+      Plan p = plan_for_tiling(shape, entry->best.tiling, m, opts);
+      p.source = "profile " + profile_path;
+      p.reasons.insert(p.reasons.begin(), "measured by `ckjit tune` (" + entry->runner + "): " +
+                                              human_us(entry->best.median_us) + " median, " +
+                                              std::to_string(entry->rejected.size()) + " candidates rejected");
+      return p;
+    } catch (const Error& e) {
+      Plan p = plan_op(shape, m, opts);
+      p.reasons.insert(p.reasons.begin(), std::string("profile entry not used: ") + e.what());
+      return p;
+    }
+  }
+  return plan_op(shape, m, opts);
+}
+
+std::string Plan::to_json() const {
+  JsonWriter j;
+  j.begin_object();
+  j.field("shape", shape.key()).field("source", source);
+  j.key("tiling").begin_object();
+  j.field("threads", tiling.threads).field("smt", tiling.smt).field("mr", tiling.mr).field("nr", tiling.nr);
+  j.field("mc", (long long)tiling.mc).field("nc", (long long)tiling.nc).field("kc", (long long)tiling.kc);
+  j.field("order", loop_order_name(tiling.order)).field("split", split_axis_name(tiling.split));
+  j.end_object();
+  j.key("cpus").begin_array();
+  for (int c : cpus) j.value(c);
+  j.end_array();
+  j.key("kernel").begin_object().field("path", compute_path_name(kernel.path)).field("isa", kernel.isa_name);
+  j.field("vector_regs", kernel.vector_regs).field("lanes", kernel.lanes).field("reserved_regs", kernel.reserved_regs);
+  j.field("weight_bytes", kernel.weight_bytes).field("act_bytes", kernel.act_bytes).end_object();
+  j.key("caches").begin_object().field("l1", (unsigned long long)caches.l1).field("l2", (unsigned long long)caches.l2);
+  j.field("l3", (unsigned long long)caches.l3).field("l3_cores", caches.l3_cores).end_object();
+  j.key("footprint").begin_object().field("l1", cost.fp.l1).field("l2", cost.fp.l2).field("l3", cost.fp.l3).end_object();
+  j.key("cost").begin_object().field("expected_us", cost.total_us).field("bound", cost.bound);
+  j.field("macs", cost.macs).field("compute_us", cost.compute_us).field("dram_us", cost.dram_us);
+  j.field("l3_us", cost.l3_us).field("l2_us", cost.l2_us).field("l1_us", cost.l1_us).field("sync_us", cost.sync_us);
+  j.field("bytes_dram", cost.bytes_dram).field("bytes_l3", cost.bytes_l3).field("bytes_l2", cost.bytes_l2);
+  j.field("bytes_l1", cost.bytes_l1).field("eff_register", cost.eff_register).field("eff_tail", cost.eff_tail);
+  j.field("eff_balance", cost.eff_balance).end_object();
+  j.key("reasons").begin_array();
+  for (const auto& r : reasons) j.value(r);
+  j.end_array();
+  j.end_object();
+  return j.str();
+}
+
+}  // namespace ckjit::planner

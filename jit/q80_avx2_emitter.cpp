@@ -1,0 +1,48 @@
+// Q8_0 x Q8_0 matmul on AVX2 (ymm, 8-row panels), same integer sums and float order as the
+// AVX-512 kernel (q80_avx512_emitter.cpp). Without VNNI the signed x signed product uses
+// vpmaddubsw(|w|, sign(w)·a): pair sums <= 2·128·127 fit int16 exactly (activations from the
+// Q8_0 quantizers lie in [-127, 127]), then vpmaddwd by ones gives int32.
+#include "jit/matmul_avx2_frame.h"
+#include "jit/packed_weights.h"
+
+namespace ckjit::jit {
+namespace {
+
+class Q80Avx2 : public MatmulAvx2Frame {
+ public:
+  explicit Q80Avx2(const KernelSpec& s) : MatmulAvx2Frame(s, Q80PanelLayout{8}.bytes(), quant::QK8_0, false) {
+    generate();
+  }
+
+ private:
+  const Q80PanelLayout L_{8};
+  int act_block_bytes() const override { return int(sizeof(quant::BlockQ8_0)); }
+  void emit_load_act_scale(const Ymm& y, int m) override {
+    vpbroadcastw(Xmm(y.getIdx()), ptr[xrow(m, 0)]);
+    vcvtph2ps(y, Xmm(y.getIdx()));
+  }
+
+  void emit_superblock(int mr, int ns) override {
+    for (int j = 0; j < 8; ++j) {
+      for (int st = 0; st < ns; ++st) vmovdqu(W(st, ns), ptr[stream(st, L_.qs(j))]);
+      for (int m = 0; m < mr; ++m) {
+        vpbroadcastd(yA, ptr[xrow(m, 2 + 4 * j)]);
+        for (int st = 0; st < ns; ++st) {
+          vpsignb(yT, yA, W(st, ns));
+          vpabsb(yMask, W(st, ns));
+          vpmaddubsw(yT, yMask, yT);
+          vpmaddwd(yT, yT, ptr[rip + ones16_]);
+          if (j == 0) vmovdqa(S(m, st, ns), yT);
+          else vpaddd(S(m, st, ns), S(m, st, ns), yT);
+        }
+      }
+    }
+    emit_float_update(mr, ns, false, L_.d());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Emitter> make_q80_avx2_emitter(const KernelSpec& spec) { return std::make_unique<Q80Avx2>(spec); }
+
+}  // namespace ckjit::jit

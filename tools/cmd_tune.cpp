@@ -1,0 +1,118 @@
+// `ckjit tune --shape gate_up:64x256x512:q4_k ...`: measure the planner's candidate tilings for
+// each shape (thread counts, register and cache blocks), keep the fastest, and store a profile
+// for this machine that `ckjit plan` / `ckjit run` then use instead of the cost model.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "jit/planner/peak_probe.h"
+#include "jit/planner/reference_runner.h"
+#include "jit/planner/tuner.h"
+#include "runtime/error.h"
+#include "runtime/profile.h"
+#include "tools/command.h"
+#include "topology/machine.h"
+
+namespace po = boost::program_options;
+using namespace ckjit;
+
+static std::string us(double v) {
+  char b[32];
+  if (v >= 1e3) std::snprintf(b, sizeof b, "%.2f ms", v / 1e3);
+  else std::snprintf(b, sizeof b, "%.1f us", v);
+  return b;
+}
+
+static int tune_main(const std::vector<std::string>& args) {
+  po::options_description opts("ckjit tune options");
+  opts.add_options()
+      ("shape,s", po::value<std::vector<std::string>>(), "op:MxNxK[:wtype], repeatable (e.g. gate_up:64x256x512:q4_k)")
+      ("wtype", po::value<std::string>()->default_value("q4_k"), "weight type for shapes that name none")
+      ("repeats,r", po::value<int>()->default_value(5), "timed runs per candidate (median kept)")
+      ("candidates", po::value<int>()->default_value(6), "candidate tilings per shape")
+      ("smt", "also try workers on SMT siblings")
+      ("peaks", "measure the machine's peak rates (also without --shape)")
+      ("no-peaks", "do not measure peak rates (keep those already in the profile)")
+      ("peak-mib", po::value<int>()->default_value(0), "DRAM probe buffer in MiB (0: 8 x L3)")
+      ("max-mmac", po::value<double>()->default_value(200), "largest shape (million MACs) the reference runner measures")
+      ("profile", po::value<std::string>(), "profile file (default: the machine's file in the ckjit cache directory)")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ckjit tune --shape op:MxNxK[:wtype] [--shape ...] [--repeats 5] [--candidates 6]\n" << opts;
+    return 0;
+  }
+  if (!vm.count("shape") && !vm.count("peaks"))
+    throw Error("give at least one --shape op:MxNxK[:wtype] (e.g. gate_up:64x256x512:q4_k), or --peaks");
+  if (vm.count("peaks") && vm.count("no-peaks")) throw Error("--peaks and --no-peaks contradict each other");
+  TensorType wtype = parse_tensor_type(vm["wtype"].as<std::string>());
+  std::vector<OpShape> shapes;
+  if (vm.count("shape"))
+    for (const auto& s : vm["shape"].as<std::vector<std::string>>()) shapes.push_back(parse_op_shape(s, wtype));
+  int peak_mib = vm["peak-mib"].as<int>();
+  if (peak_mib < 0 || peak_mib > 65536) throw Error("--peak-mib must be in [0, 65536]");
+  int repeats = vm["repeats"].as<int>(), candidates = vm["candidates"].as<int>();
+  if (repeats < 1 || repeats > 1000) throw Error("--repeats must be in [1, 1000]");
+  if (candidates < 1 || candidates > 1000) throw Error("--candidates must be in [1, 1000]");
+  double max_mmac = vm["max-mmac"].as<double>();
+  if (!(max_mmac > 0)) throw Error("--max-mmac must be positive");
+
+  auto machine = topo::detect_machine();
+  MachineIdentity id = MachineIdentity::of(machine);
+  std::string path = vm.count("profile") ? vm["profile"].as<std::string>() : profile_path(id);
+  std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
+
+  // Keep what an earlier tune measured for other shapes, unless the file is unusable.
+  Profile profile;
+  ProfileLoad load = load_profile(path, id);
+  if (load.profile) profile = *load.profile;
+  else if (!load.warning.empty()) std::fprintf(stderr, "note: starting a new profile; %s: %s\n", path.c_str(), load.warning.c_str());
+  profile.machine = id;
+  profile.created_utc.clear();
+
+  if (!vm.count("no-peaks")) {
+    planner::PeakProbeOptions popts;
+    popts.dram_buffer_bytes = std::size_t(peak_mib) << 20;
+    popts.progress = stderr;
+    profile.peaks = planner::measure_peaks(machine, popts);
+    const auto& p = *profile.peaks;
+    std::printf("peaks: int8 %.0f, bf16 %.0f, f32 %.0f GMAC/s per core; DRAM %.1f GB/s (one core %.1f); sync %.2f us/thread\n",
+                p.int8_gmacs_per_core, p.bf16_gmacs_per_core, p.f32_gmacs_per_core, p.dram_gbps, p.dram_gbps_per_core,
+                p.sync_us);
+  }
+
+  // Until the JIT kernels are wired in, the reference runner is what executes the candidates.
+  planner::ReferenceRunner runner(max_mmac * 1e6);
+  std::printf("runner: %s\n", runner.name().c_str());
+  planner::TuneOptions topts;
+  topts.repeats = repeats;
+  topts.max_candidates = std::size_t(candidates);
+  topts.allow_smt = vm.count("smt") > 0;
+  topts.progress = stderr;
+  if (profile.peaks) topts.peaks = planner::apply_measured(planner::default_peak_rates(machine), *profile.peaks);
+  auto results = planner::tune(shapes, machine, runner, topts, profile);
+
+  int measured = 0;
+  for (const auto& r : results) {
+    if (!r.measured) {
+      std::printf("%s: skipped: %s\n", r.shape.key().c_str(), r.skipped_because.c_str());
+      continue;
+    }
+    ++measured;
+    const auto& e = r.entry;
+    std::printf("%s: best %s: %s median (model expected %s)\n", r.shape.key().c_str(), e.best.tiling.describe().c_str(),
+                us(e.best.median_us).c_str(), us(e.best.model_us).c_str());
+    for (const auto& rej : e.rejected)
+      std::printf("  rejected %s: %s (%.2fx)\n", rej.measured.tiling.describe().c_str(), us(rej.measured.median_us).c_str(),
+                  rej.ratio);
+  }
+  if (measured == 0 && !shapes.empty() && !vm.count("peaks"))
+    throw Error("nothing measured: every shape was skipped; no profile written");
+  save_profile(profile, path);
+  std::printf("profile written: %s (%zu shapes)\n", path.c_str(), profile.entries.size());
+  return 0;
+}
+
+static ckjit::cli::Register reg("tune", "measure tilings and thread counts for op shapes; store a profile", tune_main);
