@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,17 @@ std::vector<int64_t> parse_list(const std::string& s, const char* what) {
   return out;
 }
 
+uint64_t parse_seed(const std::string& s) {
+  // Boost would wrap "-1" around to 2^64 - 1: accept plain decimal digits only.
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || *end != '\0' || errno == ERANGE) {
+    throw ckjit::Error("--seed: '" + s + "' is not an unsigned 64-bit integer");
+  }
+  return v;
+}
+
 class ProgressBar {
  public:
   explicit ProgressBar(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
@@ -73,7 +85,7 @@ class ProgressBar {
 
 int synth_main(const std::vector<std::string>& args) {
   std::string preset, out_dir, mmproj_type = "f16", types = "q4_k_m", name, tokenizer_dir, deepstack;
-  uint64_t seed = 0;
+  std::string seed_text = "0";
   float sharpness = 1.0f;
   int threads = 0;
   int64_t head_dim = 0, layers = 0, embd = 0, ff = 0, heads = 0, kv_heads = 0;
@@ -82,7 +94,7 @@ int synth_main(const std::vector<std::string>& args) {
   opts.add_options()
       ("preset", po::value(&preset), "tiny | 2b | 4b | 8b (required)")
       ("out", po::value(&out_dir), "output directory, created if missing (required)")
-      ("seed", po::value(&seed)->default_value(0), "random seed (unsigned 64-bit)")
+      ("seed", po::value(&seed_text)->default_value("0"), "random seed (unsigned 64-bit integer)")
       ("mmproj-type", po::value(&mmproj_type)->default_value("f16"), "f16 | q8_0: mmproj weight type")
       ("sharpness", po::value(&sharpness)->default_value(1.0f), "approximate std of the output logits (> 0)")
       ("types", po::value(&types)->default_value("q4_k_m"),
@@ -139,7 +151,7 @@ int synth_main(const std::vector<std::string>& args) {
   if (vm.count("deepstack")) dims.vision.deepstack_layers = parse_list(deepstack, "--deepstack");
 
   ckjit::synth::SynthOptions o;
-  o.seed = seed;
+  o.seed = parse_seed(seed_text);
   o.sharpness = sharpness;
   o.text_mix = q::parse_text_mix(types);
   o.mmproj_type = q::parse_mmproj_type(mmproj_type);
