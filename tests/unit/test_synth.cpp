@@ -256,15 +256,19 @@ TEST_CASE("tiny pair has the keys and tensors and weights llama.cpp expects") {
   }
   CHECK(text.find_tensor("output.weight") == nullptr);
 
-  // Weights: finite, zero-mean matrices with the fan-in spread (uniform generation, ±15%), norms
+  // Weights: finite, zero-mean matrices with the fan-in spread (uniform generation, ±15%; residual
+  // updates of layers after the first scaled by 1/sqrt(L), synth_init.h), norms
   // around 1, Q/K norms around 2, output_norm around the sharpness.
   auto s = stats(dequant(text.tensor("blk.1.attn_q.weight")));
   CHECK(s.finite);
   CHECK(std::abs(s.mean) < 0.01 / std::sqrt(double(E)));
   CHECK(s.std == doctest::Approx(1.0 / std::sqrt(double(E))).epsilon(0.15));
-  s = stats(dequant(text.tensor("blk.3.ffn_down.weight")));  // Q6_K
+  s = stats(dequant(text.tensor("blk.0.ffn_down.weight")));  // Q4_K, layer 0 at full size
   CHECK(s.finite);
   CHECK(s.std == doctest::Approx(1.0 / std::sqrt(double(F))).epsilon(0.15));
+  s = stats(dequant(text.tensor("blk.3.ffn_down.weight")));  // Q6_K, later layers / sqrt(L)
+  CHECK(s.finite);
+  CHECK(s.std == doctest::Approx(1.0 / std::sqrt(double(F * L))).epsilon(0.15));
   s = stats(dequant(text.tensor("token_embd.weight")));
   CHECK(s.finite);
   CHECK(s.std == doctest::Approx(1.0 / std::sqrt(double(E))).epsilon(0.15));
