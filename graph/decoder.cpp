@@ -181,7 +181,9 @@ void Decoder::eval_chunk(const int32_t* tokens, int64_t m, float* all_logits_out
 
     pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.ffn_norm, xn + int64_t(r) * E, E, eps); });
     quant_src_ = nullptr;
-    Linear::swiglu(pool_, *L.gate, *L.up, quantized_for(*L.gate, xn, E, m), m, ffn, F, arena_.get<float>(s_.ffn_tmp));
+    const void* xq_gate = quantized_for(*L.gate, xn, E, m);
+    const void* xq_up = quantized_for(*L.up, xn, E, m);  // the other buffer when the types differ
+    Linear::swiglu(pool_, *L.gate, *L.up, xq_gate, xq_up, m, ffn, F, arena_.get<float>(s_.ffn_tmp));
     quant_src_ = nullptr;
     L.down->matmul(pool_, quantized_for(*L.down, ffn, F, m), m, h_next, E, h);
     std::swap(h, h_next);

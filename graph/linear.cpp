@@ -205,22 +205,22 @@ bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
 }
 
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
-  return gate.packed_ && up.packed_ && gate.kern_.swiglu && gate.wtype_ == up.wtype_ && gate.n_ == up.n_ &&
+  return gate.packed_ && up.packed_ && gate.kern_.swiglu && gate.wtype_ == up.wtype_ && up.packed_->panel == gate.packed_->panel && gate.n_ == up.n_ &&
          gate.k_ == up.k_;
 }
 
-void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
-                    int64_t ldy, float* scratch) {
+void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, const void* xq_up, int64_t m,
+                    float* y, int64_t ldy, float* scratch) {
   if (m <= 0) return;
   if (m == 1 && llama_swiglu_decode(gate, up)) {
     gate.matmul(pool, xq, 1, scratch, ldy);
-    up.matmul(pool, xq, 1, scratch + gate.n_, ldy);
+    up.matmul(pool, xq_up, 1, scratch + gate.n_, ldy);
     swiglu_llama(scratch, scratch + gate.n_, y, gate.n_);
     return;
   }
   if (!fused_swiglu(gate, up)) {
     gate.matmul(pool, xq, m, y, ldy);
-    up.matmul(pool, xq, m, scratch, ldy);
+    up.matmul(pool, xq_up, m, scratch, ldy);
     pool.run(size_t(m), [&](size_t r, int) {
       float* yr = y + int64_t(r) * ldy;
       const float* ur = scratch + int64_t(r) * ldy;

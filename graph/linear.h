@@ -46,8 +46,9 @@ class Linear {
   // y = silu(gate · x) ⊙ (up · x): the fused Gate-Up SwiGLU kernel when both weights have one,
   // otherwise two matmuls and the scalar silu twin; scratch (m·n floats) is used only then.
   // scratch: m·n floats (used by the unfused paths).
-  static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, int64_t m, float* y,
-                     int64_t ldy, float* scratch);
+  // xq_up: the same rows quantized for up's activation type (may equal xq_gate).
+  static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq_gate, const void* xq_up,
+                     int64_t m, float* y, int64_t ldy, float* scratch);
   // Whether decode (M = 1) runs gate and up unfused with llama.cpp's swiglu.
   static bool llama_swiglu_decode(const Linear& gate, const Linear& up);
   static bool fused_swiglu(const Linear& gate, const Linear& up);

@@ -160,7 +160,12 @@ int run_main(const std::vector<std::string>& args) {
   if (int64_t(ids.size()) >= n_ctx)
     throw ckjit::Error("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context (" +
                        std::to_string(n_ctx) + "; raise -c)");
-  if (verbose) std::fprintf(stderr, "prompt: %zu tokens\n", ids.size());
+  auto join_ids = [](const std::vector<int32_t>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+    return s;
+  };
+  if (verbose) std::fprintf(stderr, "prompt: %zu tokens\nprompt ids: %s\n", ids.size(), join_ids(ids).c_str());
 
   std::vector<int32_t> forced;
   if (vm.count("force")) {
@@ -197,11 +202,14 @@ int run_main(const std::vector<std::string>& args) {
   double decode_ms = 0;
   int n_decoded = 0;
   bool context_full = false;
+  std::vector<int32_t> generated;
+  generated.reserve(size_t(std::max(0, n_steps)));
   for (int i = 0; i < n_steps; ++i) {
     if (dump && std::fwrite(logits, sizeof(float), size_t(hp.n_vocab), dump.get()) != size_t(hp.n_vocab))
       throw ckjit::Error("writing --dump-logits failed");
     const int32_t id = forced.empty() ? sampler.sample(logits) : forced[size_t(i)];
     const bool eog = tok.is_eog(id);
+    generated.push_back(id);
     if (!eog || !forced.empty()) {
       std::string text = out.push(tok.token_to_piece(id, /*special=*/true));
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -224,6 +232,7 @@ int run_main(const std::vector<std::string>& args) {
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
+  if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(generated).c_str());
   if (context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
   std::fprintf(stderr, "timing: load %.0f ms | prefill %zu tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d\n",
                load_ms, ids.size(), prefill_ms, ids.size() / prefill_ms * 1e3, n_decoded, decode_ms,

@@ -192,7 +192,7 @@ TEST_CASE("layer ops: GQA causal attention matches a naive double softmax") {
 }
 
 TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cache)") {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     tinymodel::Spec s;
     s.seed = 11 + variant;
     if (variant == 1) {  // head_dim != E / Hq, untied output, more GQA
@@ -205,6 +205,10 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
     if (variant == 2) {  // Q5_K and Q8_0 weights (reference path for Q5_K)
       s.wtype = TensorType::Q8_0;
       s.v_type = TensorType::Q5_K;
+    }
+    if (variant == 3) {  // gate and up of different types: unfused, two activation formats
+      s.wtype = TensorType::Q8_0;
+      s.up_type = TensorType::Q4_K;
     }
     CAPTURE(variant);
     gguf::GgufFile f = make_file(s);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct Spec {
   bool tied = true;
   ckjit::TensorType wtype = ckjit::TensorType::Q4_K;   // attn_q/k/output, ffn_gate/up
   ckjit::TensorType v_type = ckjit::TensorType::Q6_K;  // attn_v, ffn_down
+  std::optional<ckjit::TensorType> up_type;            // ffn_up when it differs from wtype
   ckjit::TensorType embd_type = ckjit::TensorType::Q6_K;
   ckjit::TensorType out_type = ckjit::TensorType::Q6_K;
   std::string arch = "qwen3vl";
@@ -122,7 +124,7 @@ inline ckjit::gguf::GgufWriter build(const Spec& s) {
     mat(b + "attn_output.weight", s.wtype, Q, E, s.weight_scale);
     vec(b + "ffn_norm.weight", E);
     mat(b + "ffn_gate.weight", s.wtype, E, s.n_ff, s.weight_scale);
-    mat(b + "ffn_up.weight", s.wtype, E, s.n_ff, s.weight_scale);
+    mat(b + "ffn_up.weight", s.up_type.value_or(s.wtype), E, s.n_ff, s.weight_scale);
     mat(b + "ffn_down.weight", s.v_type, s.n_ff, E, s.weight_scale);
   }
   return w;

@@ -1,0 +1,75 @@
+// `ckjit logits`: inspects and compares --dump-logits trajectories (float32 [steps][n_vocab]).
+//   ckjit logits A.f32 --vocab V --compare B.f32 [--margin T] [--json]   A (candidate) vs B (reference)
+//   ckjit logits A.f32 --vocab V --top K                                 per step: top K as JSON
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "runtime/error.h"
+#include "runtime/json_writer.h"
+#include "runtime/logits_compare.h"
+#include "tools/command.h"
+
+namespace po = boost::program_options;
+
+static int logits_main(const std::vector<std::string>& args) {
+  po::options_description opts("ckjit logits options");
+  opts.add_options()
+      ("file", po::value<std::string>(), "logits file (float32 [steps][n_vocab])")
+      ("vocab", po::value<int64_t>()->default_value(151936), "n_vocab (row length)")
+      ("compare", po::value<std::string>(), "reference logits file")
+      ("margin", po::value<float>()->default_value(0.05f), "top-1 must agree where the reference's top-2 margin exceeds this")
+      ("top", po::value<int>(), "print each step's top K (id, logit) as JSON")
+      ("json", "machine-readable comparison")
+      ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("file")) {
+    std::cout << "usage: ckjit logits A.f32 [--vocab V] (--compare B.f32 [--margin T] | --top K)\n" << opts;
+    return vm.count("help") ? 0 : 1;
+  }
+  const int64_t V = vm["vocab"].as<int64_t>();
+  const std::vector<float> a = ckjit::read_logits_file(vm["file"].as<std::string>(), V);
+  if (vm.count("top")) {
+    const int k = vm["top"].as<int>();
+    if (k < 1) throw ckjit::Error("--top must be at least 1");
+    ckjit::JsonWriter j;
+    j.begin_array();
+    for (size_t s = 0; s < a.size() / size_t(V); ++s) {
+      j.begin_array();
+      for (auto& [id, v] : ckjit::top_k_logits(std::span(a).subspan(s * size_t(V), size_t(V)), k))
+        j.begin_array().value(id).value(double(v)).end_array();
+      j.end_array();
+    }
+    j.end_array();
+    std::cout << j.str() << "\n";
+    return 0;
+  }
+  if (!vm.count("compare")) throw ckjit::Error("give --compare B.f32 or --top K");
+  const std::vector<float> b = ckjit::read_logits_file(vm["compare"].as<std::string>(), V);
+  const float thr = vm["margin"].as<float>();
+  const ckjit::TrajectoryDiff d = ckjit::compare_trajectories(a, b, V, thr);
+  if (vm.count("json")) {
+    ckjit::JsonWriter j;
+    j.begin_object();
+    j.key("steps").value(d.steps).key("cos_min").value(d.cos_min).key("cos_mean").value(d.cos_mean);
+    j.key("cos_min_step").value(d.cos_min_step).key("margin").value(double(thr));
+    j.key("clear_steps").value(d.clear_steps).key("clear_agree").value(d.clear_agree);
+    j.key("top1_agree").value(d.all_agree).key("max_abs_diff").value(double(d.max_abs));
+    j.key("disagreements").begin_array();
+    for (auto s : d.disagreements) j.value(s);
+    j.end_array().end_object();
+    std::cout << j.str() << "\n";
+  } else {
+    std::printf("steps %lld | cosine min %.7f (step %lld) mean %.7f | top-1 agree %lld/%lld, where margin > %g: %lld/%lld | max |diff| %.4g\n",
+                (long long)d.steps, d.cos_min, (long long)d.cos_min_step, d.cos_mean, (long long)d.all_agree,
+                (long long)d.steps, thr, (long long)d.clear_agree, (long long)d.clear_steps, d.max_abs);
+  }
+  return 0;
+}
+
+static ckjit::cli::Register reg("logits", "compare or summarise --dump-logits trajectories", logits_main);
