@@ -160,26 +160,30 @@ bool Linear::exact_decode_dot() const {
   return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0) && avx2;
 }
 
-void Linear::exact_gemv(Workers& pool, const void* xq, float* y, const float* residual) const {
+void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
-  const int64_t tasks = (n_ + chunk - 1) / chunk;
+  const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
-  pool.run(size_t(tasks), [&](size_t t, int) {
-    const int64_t c0 = int64_t(t) * chunk, c1 = std::min(n_, c0 + chunk);
+  const int64_t xb = act_row_bytes();
+  pool.run(size_t(m * col_tasks), [&](size_t t, int) {
+    const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
+    const void* xr = static_cast<const uint8_t*>(xq) + r * xb;
     for (int64_t c = c0; c < c1; ++c) {
       const uint8_t* w = raw_ + c * raw_row_bytes_;
       const float v = q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
-                                                          static_cast<const quant::BlockQ8_K*>(xq), k_)
+                                                          static_cast<const quant::BlockQ8_K*>(xr), k_)
                          : quant::vec_dot_q8_0_q8_0_avx2(reinterpret_cast<const quant::BlockQ8_0*>(w),
-                                                          static_cast<const quant::BlockQ8_0*>(xq), k_);
-      y[c] = residual ? v + residual[c] : v;
+                                                          static_cast<const quant::BlockQ8_0*>(xr), k_);
+      y[r * ldy + c] = residual ? v + residual[r * ldy + c] : v;
     }
   });
 }
 
 void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   if (m <= 0) return;
-  if (m == 1 && exact_decode_dot()) return exact_gemv(pool, xq, y, residual);
+  // Q8_0: llama.cpp's vec_dot order for every row (its batched path is tinyBLAS, whose order is not
+  // reproduced; the single-row order keeps batched prefill equal to llama.cpp's token-by-token path).
+  if ((m == 1 || wtype_ == TensorType::Q8_0) && exact_decode_dot()) return exact_gemv(pool, xq, m, y, ldy, residual);
   if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
   const bool single = m == 1;
   const jit::JitKernel* k = residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
@@ -221,9 +225,11 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   if (!fused_swiglu(gate, up)) {
     gate.matmul(pool, xq, m, y, ldy);
     up.matmul(pool, xq_up, m, scratch, ldy);
+    const bool llama = llama_swiglu_decode(gate, up);
     pool.run(size_t(m), [&](size_t r, int) {
       float* yr = y + int64_t(r) * ldy;
       const float* ur = scratch + int64_t(r) * ldy;
+      if (llama) return swiglu_llama(yr, ur, yr, gate.n_);
       for (int64_t c = 0; c < gate.n_; ++c) yr[c] = jit::silu_mul_ref(yr[c], ur[c]);
     });
     return;

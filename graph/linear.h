@@ -59,7 +59,7 @@ class Linear {
     const jit::JitKernel *swiglu = nullptr, *swiglu_v = nullptr;
   };
   bool exact_decode_dot() const;
-  void exact_gemv(Workers& pool, const void* xq, float* y, const float* residual) const;
+  void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   float reference_dot(int64_t row, const void* xrow) const;
 
