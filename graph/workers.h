@@ -1,49 +1,34 @@
 #pragma once
-// One persistent worker team for the whole run (no threads are created per op or per token).
-// run(n, fn) calls fn(task, worker) for every task in [0, n) and returns when all are done; the
-// caller is worker 0. Idle workers spin briefly (decode issues hundreds of small jobs per token,
-// and waking a sleeping thread costs tens of microseconds), then sleep on a condition variable.
-// Same calling convention as the planner's ThreadPool::run, so either can drive the decoder.
-#include <atomic>
-#include <condition_variable>
-#include <cstddef>
+// The one worker team of a run: the planner's persistent ThreadPool (runtime/thread_pool.h: spins
+// briefly, then sleeps on a futex; never spins under a CPU quota). run(n, fn) calls fn(task, worker)
+// for every task in [0, n) and returns when all are done; the caller is worker 0. Created once per
+// run — no threads are created per op or per token.
 #include <cstdint>
-#include <exception>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <memory>
+
+#include "runtime/thread_pool.h"
 
 namespace ckjit::graph {
 
 class Workers {
  public:
-  using TaskFn = std::function<void(size_t task, int worker)>;
-  explicit Workers(int threads);
-  ~Workers();
-  Workers(const Workers&) = delete;
-  Workers& operator=(const Workers&) = delete;
+  using TaskFn = ThreadPool::TaskFn;
+  // threads workers, unpinned (other processes may share the CPUs); cpus: pin worker i to cpus[i].
+  explicit Workers(int threads, std::vector<int> cpus = {});
 
-  int size() const { return int(threads_.size()) + 1; }
+  int size() const { return pool_->size(); }
   // The first exception a task throws is rethrown here after all workers are idle again.
-  void run(size_t n_tasks, const TaskFn& fn);
+  void run(size_t n_tasks, const TaskFn& fn) {
+    if (n_tasks == 1 || size() == 1) {
+      for (size_t t = 0; t < n_tasks; ++t) fn(t, 0);
+      return;
+    }
+    pool_->run(n_tasks, fn);
+  }
+  ThreadPool& pool() { return *pool_; }
 
  private:
-  void worker_main(int worker);
-  void work(int worker);
-
-  std::vector<std::thread> threads_;
-  const TaskFn* job_ = nullptr;
-  size_t job_tasks_ = 0;
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<size_t> next_task_{0};
-  alignas(64) std::atomic<int> busy_{0};
-  std::atomic<int> sleepers_{0};
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::mutex err_mu_;
-  std::exception_ptr error_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 // Splits [0, count) into `parts` contiguous ranges aligned to `align`; range i of parts.

@@ -85,6 +85,7 @@ int run_main(const std::vector<std::string>& args) {
       ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
       ("ignore-eos", "do not stop at end-of-generation tokens")
       ("no-jit", "use the scalar reference kernels for every weight")
+      ("jit-decode", "decode with the JIT kernels' own float order instead of llama.cpp's (Q6_K/Q8_0 GEMV, fused SwiGLU)")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "dtype report and memory on stderr")
       ("help,h", "show this help");
@@ -125,6 +126,7 @@ int run_main(const std::vector<std::string>& args) {
   dopt.n_ubatch = vm["batch-size"].as<int>();
   dopt.linear.isa = ckjit::jit::best_isa_path(ckjit::jit::runtime_isa());
   dopt.linear.allow_jit = !vm.count("no-jit");
+  dopt.linear.llama_decode_order = !vm.count("jit-decode");
   dopt.linear.repack_threads = threads;
   ckjit::graph::Decoder dec(file, dopt, pool);
   const auto& hp = dec.hparams();
