@@ -98,7 +98,6 @@ int run_main(const std::vector<std::string>& args) {
   }
   if (vm.count("mmproj") || vm.count("image"))
     throw ckjit::Error("vision not supported yet: --mmproj/--image need the Qwen3-VL vision tower (a later issue)");
-  if (!vm.count("model")) throw ckjit::Error("no model given (-m model.gguf)");
   if (vm.count("prompt") && vm.count("file")) throw ckjit::Error("give the prompt with -p or -f, not both");
   const int n_predict = vm["n-predict"].as<int>();
   const int n_ctx = vm["ctx-size"].as<int>();
@@ -112,7 +111,8 @@ int run_main(const std::vector<std::string>& args) {
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
   // A stale, corrupt or foreign profile is reported and ignored, never fatal.
   if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
-  else if (verbose) std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
+  else std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
+  if (!vm.count("model")) throw ckjit::Error("no model given (-m model.gguf)");
 
   // ---- load ----
   const auto t_load = Clock::now();
