@@ -4,11 +4,12 @@
 
 namespace ckjit::graph {
 
-Workers::Workers(int threads, std::vector<int> cpus) {
+Workers::Workers(int threads, std::vector<int> cpus, int spin_us) {
   ThreadPoolOptions o;
   o.threads = std::max(1, threads);
   o.cpus = std::move(cpus);
   o.pin_caller = !o.cpus.empty();
+  o.spin_us = spin_us;
   pool_ = std::make_unique<ThreadPool>(o);
 }
 

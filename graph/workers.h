@@ -14,7 +14,8 @@ class Workers {
  public:
   using TaskFn = ThreadPool::TaskFn;
   // threads workers, unpinned (other processes may share the CPUs); cpus: pin worker i to cpus[i].
-  explicit Workers(int threads, std::vector<int> cpus = {});
+  // spin_us: how long an idle worker spins before sleeping (decode issues ~200 short jobs per token).
+  explicit Workers(int threads, std::vector<int> cpus = {}, int spin_us = 300);
 
   int size() const { return pool_->size(); }
   // The first exception a task throws is rethrown here after all workers are idle again.
