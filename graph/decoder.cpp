@@ -111,7 +111,7 @@ const void* Decoder::quantized_for(const Linear& lin, const float* x, int64_t k,
   bool& valid = q80 ? quant_0_valid_ : quant_k_valid_;
   void* buf = q80 ? arena_.get<void>(s_.xq_0) : arena_.get<void>(s_.xq_k);
   if (!valid) {
-    quantize_activations(pool_, lin.act_type(), lin.isa(), x, k, m, k, buf, opt_.linear.allow_jit);
+    quantize_activations(pool_, lin.act_type(), x, k, m, k, buf);
     valid = true;
   }
   return buf;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "graph/layer_ops.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
-#include "graph/layer_ops.h"
 #include "runtime/quants/q8_k_native.h"
 #include "runtime/quants/vec_dot_avx2.h"
 #include "runtime/quants/quants.h"
@@ -252,8 +252,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   });
 }
 
-void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const float* x, int64_t ldx, int64_t m,
-                          int64_t k, void* xq, bool use_jit) {
+void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq) {
   const int64_t yb = act_row_bytes(act, k);
   uint8_t* out = static_cast<uint8_t*>(xq);
   if (act == TensorType::Q8_0) {
@@ -264,8 +263,6 @@ void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const
   }
   // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
   // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
-  (void)isa;
-  (void)use_jit;
   pool.run(size_t(m), [&](size_t r, int) {
     quant::quantize_row_q8_K_fma(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });

@@ -75,10 +75,9 @@ class Linear {
 };
 
 // Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),
-// rows act_row_bytes apart: the JIT quantizer where there is one, else the reference (same bytes).
-// use_jit false: always the reference quantizer.
-void quantize_activations(Workers& pool, TensorType act, jit::IsaPath isa, const float* x, int64_t ldx, int64_t m,
-                          int64_t k, void* xq, bool use_jit = true);
+// rows act_row_bytes apart, exactly as llama.cpp's x86 build does (Q8_K: q8_k_native.h; Q8_0: the
+// AVX2 quantize_row_q8_0).
+void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq);
 int64_t act_row_bytes(TensorType act, int64_t k);
 
 }  // namespace ckjit::graph
