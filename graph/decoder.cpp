@@ -64,6 +64,7 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
   s_.ffn = arena_.reserve("ffn", size_t(M * F) * f4);
   bool fused = true;
   for (const Layer& L : layers_) fused = fused && Linear::fused_swiglu(*L.gate, *L.up);
+  if (opt_.linear.llama_decode_order && opt_.linear.llama_prefill_order) fused = false;
   // Unfused gate/up scratch: M rows of up, and gate|up of the one decode row.
   s_.ffn_tmp = arena_.reserve("ffn_gate_up", size_t((fused ? 2 : std::max<int64_t>(2, M)) * F) * f4);
   s_.logits = arena_.reserve("logits", size_t((opt_.all_logits ? M : 1) * hp_.n_vocab) * f4);
@@ -95,7 +96,8 @@ std::vector<std::string> Decoder::dtype_report() const {
   for (auto& [text, n] : lines) out.push_back(text + "  x" + std::to_string(n));
   bool fused = true;
   for (const Layer& L : layers_) fused = fused && Linear::fused_swiglu(*L.gate, *L.up);
-  out.push_back(std::string("gate/up: ") + (fused ? "fused Gate-Up SwiGLU JIT kernel" : "two matmuls + scalar silu") +
+  if (opt_.linear.llama_decode_order && opt_.linear.llama_prefill_order) fused = false;
+  out.push_back(std::string("gate/up: ") + (fused ? "fused Gate-Up SwiGLU JIT kernel" : "two matmuls + silu") +
                 (!layers_.empty() && Linear::llama_swiglu_decode(*layers_[0].gate, *layers_[0].up)
                      ? " (prefill); decode: two GEMVs + llama.cpp's AVX-512 swiglu"
                      : ""));

@@ -84,7 +84,7 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
 
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
     : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), isa_(setup.isa), llama_order_(setup.llama_decode_order),
-      name_(t.name) {
+      llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), name_(t.name) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
@@ -183,7 +183,8 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   if (m <= 0) return;
   // Q8_0: llama.cpp's vec_dot order for every row (its batched path is tinyBLAS, whose order is not
   // reproduced; the single-row order keeps batched prefill equal to llama.cpp's token-by-token path).
-  if ((m == 1 || wtype_ == TensorType::Q8_0) && exact_decode_dot()) return exact_gemv(pool, xq, m, y, ldy, residual);
+  if ((m == 1 || wtype_ == TensorType::Q8_0 || llama_prefill_) && exact_decode_dot())
+    return exact_gemv(pool, xq, m, y, ldy, residual);
   if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
   const bool single = m == 1;
   const jit::JitKernel* k = residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
@@ -222,7 +223,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     swiglu_llama(scratch, scratch + gate.n_, y, gate.n_);
     return;
   }
-  if (!fused_swiglu(gate, up)) {
+  if (!fused_swiglu(gate, up) || (gate.llama_prefill_ && llama_swiglu_decode(gate, up))) {
     gate.matmul(pool, xq, m, y, ldy);
     up.matmul(pool, xq_up, m, scratch, ldy);
     const bool llama = llama_swiglu_decode(gate, up);

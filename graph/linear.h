@@ -23,6 +23,10 @@ struct LinearSetup {
   // AVX2 ggml_vec_dot_q6_K_q8_K order, and Gate-Up as two GEMVs + llama.cpp's swiglu instead of the
   // fused kernel. Q4_K JIT GEMV already has llama.cpp's (repacked gemv) order.
   bool llama_decode_order = true;
+  // Also prefill (M > 1) in those orders: Q6_K rows one by one through the vec_dot order and
+  // unfused Gate-Up, so a batched prompt gives llama.cpp's token-by-token numbers exactly
+  // (slower prefill for Q6_K weights). Needs llama_decode_order.
+  bool llama_prefill_order = false;
   int repack_threads = 1;
 };
 
@@ -67,6 +71,7 @@ class Linear {
   TensorType wtype_, atype_;
   jit::IsaPath isa_;
   bool llama_order_ = true;
+  bool llama_prefill_ = false;
   std::string name_;
   const uint8_t* raw_ = nullptr;  // GGUF rows (reference path)
   int64_t raw_row_bytes_ = 0;

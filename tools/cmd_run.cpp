@@ -85,6 +85,7 @@ int run_main(const std::vector<std::string>& args) {
       ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
       ("ignore-eos", "do not stop at end-of-generation tokens")
       ("no-jit", "use the scalar reference kernels for every weight")
+      ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K vec_dot rows, unfused SwiGLU): a batched prompt then gives llama.cpp's token-by-token logits bit for bit; slower prefill")
       ("jit-decode", "decode with the JIT kernels' own float order instead of llama.cpp's (Q6_K/Q8_0 GEMV, fused SwiGLU)")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "dtype report and memory on stderr")
@@ -127,6 +128,8 @@ int run_main(const std::vector<std::string>& args) {
   dopt.linear.isa = ckjit::jit::best_isa_path(ckjit::jit::runtime_isa());
   dopt.linear.allow_jit = !vm.count("no-jit");
   dopt.linear.llama_decode_order = !vm.count("jit-decode");
+  dopt.linear.llama_prefill_order = vm.count("llama-order") > 0;
+  if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
   dopt.linear.repack_threads = threads;
   ckjit::graph::Decoder dec(file, dopt, pool);
   const auto& hp = dec.hparams();

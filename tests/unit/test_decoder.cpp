@@ -277,3 +277,30 @@ TEST_CASE("decoder: JIT kernels agree with the scalar reference path") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("decoder") {
+TEST_CASE("decoder: with llama_prefill_order a batched prompt equals token-by-token evaluation bit for bit") {
+  tinymodel::Spec s;
+  s.seed = 31;
+  s.up_type = TensorType::Q6_K;  // exercise the Q6_K rows and the unfused Gate-Up in prefill
+  gguf::GgufFile f = make_file(s);
+  Workers pool(2);
+  DecoderOptions o;
+  o.n_ctx = 32;
+  o.all_logits = true;
+  o.linear.llama_prefill_order = true;
+  Decoder batched(f, o, pool);
+  const int n = 12;
+  auto toks = random_tokens(n, 512, 5);
+  std::vector<float> all(static_cast<size_t>(n * 512));
+  batched.eval(toks, all.data());
+  DecoderOptions o1;
+  o1.n_ctx = 32;
+  Decoder serial(f, o1, pool);
+  for (int i = 0; i < n; ++i) {
+    const float* lg = serial.eval(std::span(toks).subspan(size_t(i), 1));
+    CAPTURE(i);
+    CHECK(max_abs_diff(lg, all.data() + int64_t(i) * 512, 512) == 0.0f);
+  }
+}
+}
