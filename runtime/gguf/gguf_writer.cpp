@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -68,7 +69,7 @@ template <class Strings> void GgufWriter::set_strings(std::string_view key, cons
 void GgufWriter::set_string_array(std::string_view key, std::span<const std::string> values) { set_strings(key, values); }
 void GgufWriter::set_string_array(std::string_view key, std::span<const std::string_view> values) { set_strings(key, values); }
 
-void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::vector<uint8_t> data) {
+uint64_t GgufWriter::check_tensor(std::string_view name, TensorType type, const std::vector<int64_t>& ne) const {
   std::string what = "GGUF writer: tensor " + quoted(name);
   if (name.empty() || name.size() > kMaxTensorNameBytes) {
     throw Error(what + ": name must be 1.." + std::to_string(kMaxTensorNameBytes) + " bytes");
@@ -86,11 +87,21 @@ void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<
   }
   int64_t ne0 = ne.empty() ? 1 : ne[0];
   if (ne0 % info.block_elems != 0) throw Error(what + ": ne[0] is not a multiple of the block size of " + info.name);
-  uint64_t bytes = uint64_t(n / info.block_elems) * uint64_t(info.block_bytes);
+  return uint64_t(n / info.block_elems) * uint64_t(info.block_bytes);
+}
+
+void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::vector<uint8_t> data) {
+  uint64_t bytes = check_tensor(name, type, ne);
   if (data.size() != bytes) {
-    throw Error(what + ": has " + std::to_string(data.size()) + " data bytes, its shape needs " + std::to_string(bytes));
+    throw Error("GGUF writer: tensor " + quoted(name) + ": has " + std::to_string(data.size()) +
+                " data bytes, its shape needs " + std::to_string(bytes));
   }
-  tensors_.push_back({std::string(name), type, std::move(ne), std::move(data)});
+  tensors_.push_back({std::string(name), type, std::move(ne), std::move(data), bytes, false});
+}
+
+void GgufWriter::declare_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne) {
+  uint64_t bytes = check_tensor(name, type, ne);
+  tensors_.push_back({std::string(name), type, std::move(ne), {}, bytes, true});
 }
 
 std::vector<uint8_t> GgufWriter::header_bytes() const {
@@ -111,7 +122,7 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
     for (int64_t d : t.ne) put(out, d);
     put(out, int32_t(t.type));
     put(out, offset);
-    offset += padded(t.data.size());
+    offset += padded(t.n_bytes);
   }
   out.resize(padded(out.size()), 0);  // like llama.cpp, even without tensors
   return out;
@@ -120,6 +131,7 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
 std::vector<uint8_t> GgufWriter::to_bytes() const {
   std::vector<uint8_t> out = header_bytes();
   for (const auto& t : tensors_) {
+    if (t.deferred) throw Error("GGUF writer: tensor " + quoted(t.name) + " is declared without data; use write_file with a producer");
     put_bytes(out, t.data.data(), t.data.size());
     out.resize(out.size() + padded(t.data.size()) - t.data.size(), 0);
   }
@@ -127,24 +139,45 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string& path) const {
+  write_file(path, [this](size_t index, const ByteSink&) {
+    throw Error("GGUF writer: tensor " + quoted(tensors_[index].name) + " is declared without data; use write_file with a producer");
+  });
+}
+
+void GgufWriter::write_file(const std::string& path, const TensorProducer& produce) const {
   // Streams the tensor data instead of assembling the whole file in memory.
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file) throw Error(path + ": cannot create: " + std::strerror(errno));
+  auto write = [&](const void* p, size_t n) {
+    if (n != 0 && std::fwrite(p, 1, n, file.get()) != n) throw Error(path + ": write failed: " + std::strerror(errno));
+  };
   static const uint8_t zeros[256] = {};
-  auto write = [&](const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, f) == n; };
   std::vector<uint8_t> header = header_bytes();
-  bool ok = write(header.data(), header.size());
-  for (const auto& t : tensors_) {
-    ok = ok && write(t.data.data(), t.data.size());
-    for (size_t pad = padded(t.data.size()) - t.data.size(); ok && pad > 0;) {
+  write(header.data(), header.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    if (t.deferred) {
+      uint64_t written = 0;
+      produce(i, [&](const void* p, size_t n) {
+        if (written + n > t.n_bytes) throw Error("GGUF writer: tensor " + quoted(t.name) + ": producer gave more bytes than its shape needs");
+        write(p, n);
+        written += n;
+      });
+      if (written != t.n_bytes) {
+        throw Error("GGUF writer: tensor " + quoted(t.name) + ": producer gave " + std::to_string(written) +
+                    " bytes, its shape needs " + std::to_string(t.n_bytes));
+      }
+    } else {
+      write(t.data.data(), t.data.size());
+    }
+    for (size_t pad = padded(t.n_bytes) - t.n_bytes; pad > 0;) {
       size_t n = std::min(pad, sizeof zeros);
-      ok = write(zeros, n);
+      write(zeros, n);
       pad -= n;
     }
   }
-  int saved_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) throw Error(path + ": write failed: " + std::strerror(saved_errno ? saved_errno : errno));
+  FILE* f = file.release();
+  if (std::fclose(f) != 0) throw Error(path + ": write failed: " + std::strerror(errno));
 }
 
 }  // namespace ckjit::gguf

@@ -4,6 +4,7 @@
 // (tensor data packed in order, each padded to the alignment). Writes version 3 by default; version
 // 2 (identical layout) on request. Produces only files the reader accepts: bad input is an Error.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,8 +48,22 @@ class GgufWriter {
   // hold exactly the tensor's byte size.
   void add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::vector<uint8_t> data);
 
+  // A tensor whose bytes are produced only while the file is written, for files too large to hold
+  // in memory; see the write_file overload below. to_bytes() and write_file(path) refuse them.
+  void declare_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne);
+
   std::vector<uint8_t> to_bytes() const;
   void write_file(const std::string& path) const;  // Error on I/O failure
+
+  // Writes the file, asking `produce` for the bytes of each declared tensor in file order:
+  // produce(index, sink) must pass exactly that tensor's byte size to sink, in one or more calls
+  // (index counts all tensors, added or declared). Tensors given with add_tensor are written as is.
+  using ByteSink = std::function<void(const void* data, size_t n)>;
+  using TensorProducer = std::function<void(size_t index, const ByteSink& sink)>;
+  void write_file(const std::string& path, const TensorProducer& produce) const;
+
+  size_t tensor_count() const { return tensors_.size(); }
+  uint64_t tensor_bytes(size_t index) const { return tensors_.at(index).n_bytes; }
 
   uint32_t alignment() const { return alignment_; }
 
@@ -63,8 +78,11 @@ class GgufWriter {
     TensorType type;
     std::vector<int64_t> ne;
     std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    bool deferred = false;  // declared: data comes from a TensorProducer
   };
 
+  uint64_t check_tensor(std::string_view name, TensorType type, const std::vector<int64_t>& ne) const;
   template <class T> void set_scalar(std::string_view key, T v);
   std::vector<uint8_t> header_bytes() const;  // everything before the tensor data, padded
   uint64_t padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }

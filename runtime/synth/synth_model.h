@@ -1,0 +1,41 @@
+#pragma once
+// Writes a random-weight Qwen3-VL GGUF pair (text + mmproj) that llama.cpp loads and runs: the
+// layout of qwen3vl_layout.h, the metadata llama.cpp's converter writes (with the real Qwen3
+// tokenizer and chat template), and weights from random_tensor.h scaled so activations stay finite
+// and outputs vary (synth_init.h). Same dims, options and seed give the same bytes, whatever the
+// thread count.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "runtime/synth/qwen3vl_layout.h"
+
+namespace ckjit::synth {
+
+struct SynthOptions {
+  uint64_t seed = 0;
+  float sharpness = 1.0f;  // ~ standard deviation of the output logits (output_norm = sharpness)
+  qwen3vl::TextMix text_mix = qwen3vl::TextMix::Q4_K_M;
+  qwen3vl::MmprojType mmproj_type = qwen3vl::MmprojType::F16;
+  int threads = 0;            // 0: all hardware threads
+  std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json (HF layout)
+};
+
+// Called after each written chunk: bytes of tensor data done / total over both files.
+using Progress = std::function<void(uint64_t done, uint64_t total)>;
+
+struct SynthFiles {
+  std::string text_path, mmproj_path;
+  uint64_t text_bytes = 0, mmproj_bytes = 0;  // file sizes
+};
+
+// "<name>-Q4_K_M.gguf" / "<name>-MIXED.gguf" and "mmproj-<name>-f16.gguf" / "mmproj-<name>-q8_0.gguf".
+std::string text_file_name(const std::string& name, qwen3vl::TextMix mix);
+std::string mmproj_file_name(const std::string& name, qwen3vl::MmprojType type);
+
+// Validates dims and options, then writes both files into out_dir (created if missing), named
+// after dims.preset. Throws ckjit::Error on bad input or I/O failure.
+SynthFiles write_qwen3vl_pair(const qwen3vl::ModelDims& dims, const SynthOptions& options, const std::string& out_dir,
+                              const Progress& progress = {});
+
+}  // namespace ckjit::synth
