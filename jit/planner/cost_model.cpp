@@ -6,6 +6,27 @@
 namespace ckjit::planner {
 namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// The JIT kernels' measured in-cache rate divided by what the register model predicts for the
+// block it was measured with (perf/RESULTS.md, zen4, 1 thread): Q4_K SwiGLU/GEMM mr=6 x 2 streams
+// reach 172 GMAC/s = 73% of the 235 GMAC/s vpdpbusd peak; the model's e_reg for that block is
+// 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 0.73 / 0.75 = 0.97 of it (the
+// sub-block scale multiplies and float updates the register model does not count). The other
+// types have not been measured in isolation yet and use the same factor.
+constexpr double kJitKernelEfficiency = 0.97;
+
+void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
+  const bool has_kernels = wtype == TensorType::Q4_K || wtype == TensorType::Q5_K || wtype == TensorType::Q6_K ||
+                           wtype == TensorType::Q8_0;
+  const bool avx512 = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
+  if (!has_kernels || !(avx512 || isa.avx2)) return;
+  k.jit = true;
+  k.jit_isa = avx512 ? jit::IsaPath::Avx512 : jit::IsaPath::Avx2;
+  // The JIT AVX-512 path needs VNNI; without it the 8-lane AVX2 kernels run.
+  k.vector_regs = avx512 ? 32 : 16;
+  k.lanes = jit::panel_cols(k.jit_isa);
+  k.kernel_efficiency = kJitKernelEfficiency;
+}
 }  // namespace
 
 CacheSizes cache_sizes(const topo::Machine& m) {
@@ -56,6 +77,7 @@ KernelTraits kernel_traits(const topo::Isa& isa, TensorType wtype) {
       // 8-bit: none; 4-bit: mask + shift; 5/6-bit: also merge the high bits; 2/3-bit: several
       // shifts and masks. Per-block scales are applied once per block, outside the k loop.
       k.unpack_ops = bits >= 8 ? 0 : bits < 4 ? 4 : bits < 5 ? 2 : 3;
+      set_jit_traits(isa, wtype, k);
       break;
     }
   }
@@ -66,8 +88,17 @@ Footprint footprint(const OpShape& s, const Tiling& t, const KernelTraits& k, in
   const double nw = s.weight_matrices();
   const double wb = k.weight_bytes * nw, ab = k.act_bytes;
   Footprint f;
-  f.l1 = double(t.kc) * (t.nr * wb + t.mr * ab);
-  f.l2 = double(t.kc) * (double(t.nc) * wb + double(t.mc) * ab) + double(t.mc) * double(t.nc) * 4.0;
+  if (k.jit) {
+    // The JIT kernel walks one quant block of each stream and row at a time (L1) and, inside an
+    // mc x nc tile, keeps the tile's activation rows and one column group's panels (L2) while
+    // the column groups stream past; sums stay in registers, so there is no partial-sum tile.
+    const double grain = tensor_type_info(s.wtype).block_elems;
+    f.l1 = grain * (t.nr * wb + t.mr * ab);
+    f.l2 = double(s.k) * (t.nr * wb + double(t.mc) * ab);
+  } else {
+    f.l1 = double(t.kc) * (t.nr * wb + t.mr * ab);
+    f.l2 = double(t.kc) * (double(t.nc) * wb + double(t.mc) * ab) + double(t.mc) * double(t.nc) * 4.0;
+  }
   if (t.order == LoopOrder::n_k_m)
     f.l3 = double(s.m) * double(s.k) * ab;  // every row of x, reused by each weight block
   else
@@ -87,16 +118,21 @@ Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const Ca
   const double Mb = ceil_div(M, double(t.mc)), Nb = ceil_div(N, double(t.nc)), Kb = ceil_div(K, double(t.kc));
   r.macs = s.macs();
   r.fp = footprint(s, t, k, t_per_l3);
-  const bool l2_holds_block = r.fp.l2 <= double(c.l2);
+  // N>K>M revisits the nc-wide weight block once per row block: from L2 when it fits there
+  // beside the activation rows (for the JIT kernels the footprint above leaves it out).
+  const bool l2_holds_block =
+      k.jit ? double(t.nc) * K * k.weight_bytes * nw + double(t.mc) * K * k.act_bytes <= double(c.l2)
+            : r.fp.l2 <= double(c.l2);
   const bool l3_holds = r.fp.l3 <= double(c.l3) / 2;  // half: the rest streams weights through
 
   // Registers: per k step, nr/lanes weight vectors (each unpacked with unpack_ops) and mr
   // broadcasts feed mr*nr/lanes dot products. Loads and vector ops each issue on as many ports
   // as the dot products have (2 on current x86 cores), so the dots keep
   // dots / max(loads, dots + unpack ops) of the vector throughput.
-  const double nr_vec = double(t.nr) / k.lanes;
+  // The JIT kernels load every matrix's panel (SwiGLU: gate and up streams) per k step.
+  const double nr_vec = double(t.nr) / k.lanes * (k.jit ? nw : 1.0);
   const double dots = t.mr * nr_vec;
-  r.eff_register = dots / std::max(t.mr + nr_vec, dots + nr_vec * k.unpack_ops);
+  r.eff_register = dots / std::max(t.mr + nr_vec, dots + nr_vec * k.unpack_ops) * k.kernel_efficiency;
   r.eff_tail = (M / (ceil_div(M, t.mr) * t.mr)) * (N / (ceil_div(N, t.nr) * t.nr));
   const double tasks = t.split == SplitAxis::n ? Nb : Mb;
   r.eff_balance = tasks / (ceil_div(tasks, T) * T);
@@ -105,7 +141,9 @@ Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const Ca
   r.bytes_l1 = r.macs * (k.act_bytes / t.nr + k.weight_bytes / t.mr);
   double dram = C, l3 = 0, l2 = 0;
   l2 += C * 2.0 * (Kb - 1);  // partial sums revisited per kc block
-  l2 += A * N / t.nr;        // activation micro-panels, once per weight micro-panel
+  // Activation micro-panels, once per weight micro-panel: from L2, or from L3 when the JIT
+  // kernel's activation block does not fit L2 beside the column group.
+  (k.jit && r.fp.l2 > double(c.l2) ? l3 : l2) += A * N / t.nr;
   if (t.order == LoopOrder::n_k_m) {
     // Weights stream from DRAM once; each block is revisited per row block from L2 (or beyond).
     dram += W;
