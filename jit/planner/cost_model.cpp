@@ -7,13 +7,16 @@ namespace ckjit::planner {
 namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
-// The JIT kernels' measured in-cache rate divided by what the register model predicts for the
-// block it was measured with (perf/RESULTS.md, zen4, 1 thread): Q4_K SwiGLU/GEMM mr=6 x 2 streams
-// reach 172 GMAC/s = 73% of the 235 GMAC/s vpdpbusd peak; the model's e_reg for that block is
-// 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 0.73 / 0.75 = 0.97 of it (the
-// sub-block scale multiplies and float updates the register model does not count). The other
-// types have not been measured in isolation yet and use the same factor.
-constexpr double kJitKernelEfficiency = 0.97;
+// The JIT kernels' measured in-cache rate over what the register model predicts for the block it
+// was measured with, at the planner's own int8 peak (perf/RESULTS.md, zen4, 1 thread): Q4_K
+// SwiGLU/GEMM with mr=6 x 2 streams run at 172 GMAC/s per core (73% of the 235 GMAC/s that
+// bench_kernels' vpdpbusd loop reached); the planner's zen4 peak is 530 GMAC/s per core (the peak
+// probe measures 473 here: two vpdpbusd zmm per cycle), and e_reg for the block is
+// 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 172 / (530 x 0.75) = 0.43 of the
+// model's figure (sub-block scale multiplies, float updates and the one-per-cycle vpdpbusd issue
+// the register model does not count). The other types are not measured in isolation yet and use
+// the same factor.
+constexpr double kJitKernelEfficiency = 0.43;
 
 void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
   const bool has_kernels = wtype == TensorType::Q4_K || wtype == TensorType::Q5_K || wtype == TensorType::Q6_K ||
@@ -134,8 +137,11 @@ Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const Ca
   const double dots = t.mr * nr_vec;
   r.eff_register = dots / std::max(t.mr + nr_vec, dots + nr_vec * k.unpack_ops) * k.kernel_efficiency;
   r.eff_tail = (M / (ceil_div(M, t.mr) * t.mr)) * (N / (ceil_div(N, t.nr) * t.nr));
+  // Tasks are handed out dynamically; a short last task (N not a multiple of nc) counts as its
+  // share, so 12288 columns in two nc = 8192 tasks keep 1.5 / 2 = 75% of two threads busy.
   const double tasks = t.split == SplitAxis::n ? Nb : Mb;
-  r.eff_balance = tasks / (ceil_div(tasks, T) * T);
+  const double work = t.split == SplitAxis::n ? N / double(t.nc) : M / double(t.mc);
+  r.eff_balance = work / (ceil_div(tasks, T) * T);
 
   // Bytes served by each level.
   r.bytes_l1 = r.macs * (k.act_bytes / t.nr + k.weight_bytes / t.mr);

@@ -174,11 +174,20 @@ void add_reasons(Plan& p, const Context& c, const std::map<int, Scored>* per_thr
               fmt("%.3g", 8 * c.kernel.weight_bytes) + " bit), activations " +
               human_bytes(double(s.m) * double(s.k) * c.kernel.act_bytes) + "; peaks: " + c.peaks.source);
   int nr_vec = t.nr / c.kernel.lanes;
-  r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": " +
-              std::to_string(t.mr * nr_vec) + " accumulators + " + std::to_string(nr_vec) + " weight + 1 broadcast + " +
-              std::to_string(c.kernel.reserved_regs) + " unpack of " + std::to_string(c.kernel.vector_regs) +
-              " vector registers; keeps " + fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) +
-              " of peak (load ratio, M/N tails)");
+  if (c.kernel.jit) {
+    const int streams = nr_vec * s.weight_matrices();
+    r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": JIT kernel mr=" +
+                std::to_string(t.mr) + ",nr=" + std::to_string(streams) + " (" + std::to_string(streams) +
+                " weight stream" + (streams > 1 ? "s" : "") + ", " + jit::isa_name(c.kernel.jit_isa) + "); keeps " +
+                fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) + " of peak (load ratio, kernel efficiency " +
+                fmt("%.2f", c.kernel.kernel_efficiency) + ", M/N tails)");
+  } else {
+    r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": " +
+                std::to_string(t.mr * nr_vec) + " accumulators + " + std::to_string(nr_vec) + " weight + 1 broadcast + " +
+                std::to_string(c.kernel.reserved_regs) + " unpack of " + std::to_string(c.kernel.vector_regs) +
+                " vector registers; keeps " + fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) +
+                " of peak (load ratio, M/N tails)");
+  }
   r.push_back("cache blocks: kc " + std::to_string(t.kc) + " (L1 " + kib(c.caches.l1) + " holds panels " +
               human_bytes(k.fp.l1) + "), mc " + std::to_string(t.mc) + " x nc " + std::to_string(t.nc) + " (L2 " +
               kib(c.caches.l2) + " holds " + human_bytes(k.fp.l2) + "), " + loop_order_name(t.order) + ", L3 " +

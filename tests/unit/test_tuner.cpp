@@ -156,7 +156,10 @@ TEST_CASE("tune() measures every candidate and keeps the fastest and records the
       CHECK_FALSE(r.measured.tiling == e.best.tiling);
     }
   }
-  CHECK(runner.runs == candidates * (3 + 1));
+  // Every candidate: one warm-up and three timed runs; plus at most one untimed wake-up run per
+  // pool switch (candidates on different cpu sets), never more than one per timed run.
+  CHECK(runner.runs >= candidates * (3 + 1));
+  CHECK(runner.runs < candidates * (3 + 1) + candidates * 3);
   CHECK(candidates <= 8);
 }
 
