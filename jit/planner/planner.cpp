@@ -93,8 +93,17 @@ void enumerate(const Context& c, int threads, bool smt, std::vector<Scored>& out
   for (const RegisterBlock& rb : register_block_candidates(c.kernel, s.kind)) {
     int64_t kc = choose_kc(c, rb);
     if (kc == 0) continue;
-    for (int64_t mc : geometric(rb.mr, round_up(s.m, rb.mr))) {
-      for (int64_t nc : geometric(rb.nr, round_up(s.n, rb.nr))) {
+    // Powers of two of the register block, plus the sizes that give each thread exactly 1, 2 or
+    // 4 tasks (balanced splits that powers of two miss, e.g. N = 6144 on 2 threads).
+    auto sizes = [&](int64_t unit, int64_t extent) {
+      std::vector<int64_t> v = geometric(unit, round_up(extent, unit));
+      for (int64_t per : {1, 2, 4}) v.push_back(round_up((extent + threads * per - 1) / (threads * per), unit));
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      return v;
+    };
+    for (int64_t mc : sizes(rb.mr, s.m)) {
+      for (int64_t nc : sizes(rb.nr, s.n)) {
         for (LoopOrder order : {LoopOrder::n_k_m, LoopOrder::m_n_k}) {
           for (SplitAxis split : {SplitAxis::n, SplitAxis::m}) {
             if (threads == 1 && split == SplitAxis::m) continue;  // same as split N
