@@ -91,6 +91,7 @@ struct Scored {
 void enumerate(const Context& c, int threads, bool smt, std::vector<Scored>& out) {
   const OpShape& s = c.shape;
   for (const RegisterBlock& rb : register_block_candidates(c.kernel, s.kind)) {
+    if (rb.mr > 1 && rb.mr > s.m) continue;  // rows beyond M are only tails (e.g. decode, M = 1)
     int64_t kc = choose_kc(c, rb);
     if (kc == 0) continue;
     // Powers of two of the register block, plus the sizes that give each thread exactly 1, 2 or
