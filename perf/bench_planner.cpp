@@ -98,10 +98,11 @@ void bench_shape(const OpShape& s, const topo::Machine& m, JitRunner& runner, in
     std::printf("best measured per thread count: 1 thread %s, 2 threads %s (%.2fx; different blocks)\n",
                 ms(best_per_threads[1]->median_us).c_str(), ms(best_per_threads[2]->median_us).c_str(),
                 best_per_threads[1]->median_us / best_per_threads[2]->median_us);
-  // Thread scaling of one tiling: the tuned best's blocks on 1 and on 2 threads.
-  if (cpu_budget(m).max_threads >= 2) {
-    Tiling t1 = e.best.tiling, t2 = e.best.tiling;
-    t1.threads = 1, t2.threads = 2;
+  // Thread scaling of one tiling: the best two-thread tiling's blocks on 1 and on 2 threads (a
+  // one-thread tiling may have a single task, which a second thread could not share).
+  if (best_per_threads.count(2)) {
+    Tiling t1 = best_per_threads[2]->tiling, t2 = t1;
+    t1.threads = 1;
     auto med = time_plans(runner, {plan_for_tiling(s, t1, m), plan_for_tiling(s, t2, m)}, runs);
     std::printf("RESULT %s threads 1 -> 2 (%s blocks): %s -> %s = %.2fx\n", s.key().c_str(),
                 t2.describe().c_str(), ms(med[0]).c_str(), ms(med[1]).c_str(), med[0] / med[1]);
