@@ -1,7 +1,7 @@
 // Planner benchmark (not a test): for the 8B Gate-Up prefill shape and the 2B decode GEMVs, time
 // the planner's untuned default plan and the tuner's sweep of candidates with the JIT kernels,
 // print default vs tuned best (ratio) and the 1 -> 2 thread scaling (best measured of each count).
-//   bench_planner [--runs 5] [--gemv-runs 21] [--candidates 8] [--only gateup|gemv]
+//   bench_planner [--runs 5] [--gemv-runs 21] [--candidates 10] [--only gateup|gemv]
 // The tuner times candidates in interleaved rounds (each round runs every candidate once).
 // Decode weights rotate through copies (2 x L3 of bytes) so each run reads them from DRAM.
 #include <algorithm>
@@ -114,7 +114,7 @@ void bench_shape(const OpShape& s, const topo::Machine& m, JitRunner& runner, in
 
 int main(int argc, char** argv) {
   int runs = 5, gemv_runs = 21;
-  std::size_t candidates = 8;
+  std::size_t candidates = 10;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     else if (a == "--candidates" && i + 1 < argc) candidates = std::size_t(std::max(1, std::atoi(argv[++i])));
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_planner [--runs 5] [--gemv-runs 21] [--candidates 8] [--only gateup|gemv]\n");
+      std::fprintf(stderr, "usage: bench_planner [--runs 5] [--gemv-runs 21] [--candidates 10] [--only gateup|gemv]\n");
       return 2;
     }
   }

@@ -303,6 +303,15 @@ std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, 
   chosen.push_back(per.at(pick_threads(per)));
   for (const auto& [T, sc] : per)
     if (!seen(sc.t)) chosen.push_back(sc);
+  // The model's next-best cache blocks for the pick's register block and thread count (other
+  // mc / nc / order), so the sweep also checks the pick's cache blocking.
+  const Tiling pick = chosen.front().t;
+  int neighbours = 0;
+  for (const auto& sc : all) {
+    if (neighbours == 2) break;
+    if (sc.t.threads == pick.threads && sc.t.mr == pick.mr && sc.t.nr == pick.nr && !seen(sc.t))
+      chosen.push_back(sc), ++neighbours;
+  }
   std::set<std::tuple<int, int, int>> blocks;
   for (const auto& sc : chosen) blocks.insert({sc.t.threads, sc.t.mr, sc.t.nr});
   for (const auto& sc : all)
