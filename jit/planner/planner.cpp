@@ -69,7 +69,7 @@ int64_t choose_kc(const Context& c, const RegisterBlock& rb) {
   const int64_t g = k_grain(c.shape.wtype);
   int64_t kmax = round_up(c.shape.k, g);
   // The JIT kernels run the whole of K with sums in registers, one quant block in L1 at a time.
-  if (c.kernel.jit) return per_k * double(g) <= double(c.caches.l1) / 2 ? kmax : 0;
+  if (c.kernel.jit) return per_k * double(g) <= double(c.caches.l1) ? kmax : 0;
   int64_t kc = int64_t(double(c.caches.l1) / 2 / per_k) / g * g;
   if (kc < g) kc = per_k * double(g) <= double(c.caches.l1) ? g : 0;
   return std::min(kc, kmax);

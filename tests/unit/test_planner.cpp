@@ -49,6 +49,11 @@ void check_plan_fits(const Plan& p, const topo::Machine& m) {
     // JIT kernels: one quant block per stream and row in L1, sums in registers over all of K;
     // the tile's activation rows and one column group in L2 (unless even mc = mr cannot fit).
     const double grain = double(info.block_elems);
+    // Bytes of the repacked panels the kernels read (jit/packed_weights.h), per element.
+    const double packed = p.shape.wtype == TensorType::Q4_K ? 148.0 / 256
+                          : p.shape.wtype == TensorType::Q8_0 ? 40.0 / 32 : 280.0 / 256;
+    CHECK(p.kernel.weight_bytes == doctest::Approx(packed));
+    const double wb = packed * p.shape.weight_matrices();
     const double l1 = grain * (t.nr * wb + t.mr * p.kernel.act_bytes);
     const double l2 = double(p.shape.k) * (t.nr * wb + double(t.mc) * p.kernel.act_bytes);
     CHECK(l1 <= double(m.cache_bytes(1)));
