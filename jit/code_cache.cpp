@@ -71,7 +71,7 @@ std::string objdump(const uint8_t* p, size_t n) {
   ::close(fd);
   std::string out;
   if (ok) {
-    std::string cmd = std::string("objdump -D -b binary -mi386:x86-64 --no-show-raw-insn ") + path + " 2>&1";
+    std::string cmd = std::string("objdump -D -b binary -mi386:x86-64 -M intel --no-show-raw-insn ") + path + " 2>&1";
     if (FILE* f = popen(cmd.c_str(), "r")) {
       char buf[4096];
       size_t got;

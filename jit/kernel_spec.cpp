@@ -98,6 +98,18 @@ KernelSpec KernelSpec::parse(const std::string& text) {
   return s;
 }
 
+std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
+  if (isa == IsaPath::Amx) return mr == 16 ? "" : "AMX kernels work on 16-row tiles (mr=16)";
+  if (mr < 1 || mr > 6) return "mr must be 1..6";
+  if (nr < 1 || nr > 4) return "nr must be 1..4";
+  if (op == Op::SwiGLU && nr % 2 != 0) return "swiglu needs an even nr (gate and up panels in pairs)";
+  const int budget = isa == IsaPath::Avx2 ? 13 : 27;
+  if (2 * mr * nr + nr > budget)
+    return "mr*nr too large: 2*mr*nr + nr = " + std::to_string(2 * mr * nr + nr) + " > " + std::to_string(budget) +
+           (isa == IsaPath::Avx2 ? " (16 ymm registers)" : " (32 zmm registers)");
+  return "";
+}
+
 void KernelSpec::validate() const {
   auto fail = [&](const std::string& why) { throw Error("kernel spec " + to_string() + ": " + why); };
   if (op == Op::Quantize) {
@@ -111,9 +123,12 @@ void KernelSpec::validate() const {
     if (!pair_ok) fail("unsupported weight/activation pair");
     if ((op == Op::SwiGLU) != (epilogue == Epilogue::SwiGLU)) fail("op swiglu goes with ep=swiglu and only it");
     if (isa == IsaPath::Amx && mr != 16) fail("AMX kernels work on 16-row tiles (mr=16)");
-    if (isa != IsaPath::Amx && (mr < 1 || mr > 8)) fail("mr must be 1..8");
-    if (nr < 1 || nr > 4) fail("nr must be 1..4");
-    if (op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
+    if (isa == IsaPath::Amx && (nr < 1 || nr > 4)) fail("nr must be 1..4");
+    if (isa == IsaPath::Amx && op == Op::SwiGLU && nr % 2 != 0) fail("swiglu needs an even nr (gate and up panels in pairs)");
+    if (isa != IsaPath::Amx) {
+      std::string why = register_block_problem(isa, op, mr, nr);
+      if (!why.empty()) fail(why);
+    }
   }
   if (k <= 0) fail("k must be given (k > 0)");
   int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;

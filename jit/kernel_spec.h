@@ -49,4 +49,12 @@ const char* epilogue_name(Epilogue e);
 // Columns in one weight panel for an ISA path (one accumulator register wide).
 inline int panel_cols(IsaPath isa) { return isa == IsaPath::Avx2 ? 8 : 16; }
 
+// The register-block rule of the vector matmul emitters, in one place (the emitters, validate()
+// and the planner's candidate generator all ask it): an mr x nr block (nr = weight streams; SwiGLU
+// streams come in gate/up pairs) keeps 2 accumulators per (row, stream) plus one register per
+// stream, so AVX-512 needs 2*mr*nr + nr <= 27 of its 32 zmm and AVX2 2*mr*nr + nr <= 13 of its
+// 16 ymm (the rest hold masks, scales and the broadcast); mr <= 6 (the frames' stack layout) and
+// nr <= 4. Returns "" when the block fits, else why not. AMX tiles have their own rule (mr = 16).
+std::string register_block_problem(IsaPath isa, Op op, int mr, int nr);
+
 }  // namespace ckjit::jit

@@ -29,8 +29,8 @@ class MatmulAvx2Frame : public Emitter {
     np_ = swiglu_ ? s.nr / 2 : s.nr;
     nb_ = int(s.k / k_block);
     ps_ = int64_t(nb_) * block_bytes;
-    if (mr_ > 6) throw Error("avx2 matmul kernel: mr must be <= 6");
-    if (2 * mr_ * s.nr + s.nr + 3 > 16) throw Error("avx2 matmul kernel: mr*nr too large for 16 ymm registers");
+    std::string why = register_block_problem(IsaPath::Avx2, s.op, s.mr, s.nr);
+    if (!why.empty()) throw Error("avx2 matmul kernel: " + why);
     if (ps_ * np_ > (int64_t(1) << 30)) throw Error("avx2 matmul kernel: k too large");
   }
 

@@ -32,9 +32,10 @@ class MatmulAvx512Frame : public Emitter {
     nb_ = int(s.k / k_block);
     ps_ = int64_t(nb_) * block_bytes;
     // (AMX kernels derive from this frame for its constants and epilogue helpers only.)
-    if (s.isa != IsaPath::Amx && mr_ > 6) throw Error("avx512 matmul kernel: mr must be <= 6");
-    if (s.isa != IsaPath::Amx && 2 * mr_ * s.nr + s.nr > 27)
-      throw Error("avx512 matmul kernel: mr*nr too large for 32 zmm registers");
+    if (s.isa != IsaPath::Amx) {
+      std::string why = register_block_problem(IsaPath::Avx512, s.op, s.mr, s.nr);
+      if (!why.empty()) throw Error("avx512 matmul kernel: " + why);
+    }
     if (ps_ * np_ > (int64_t(1) << 30)) throw Error("avx512 matmul kernel: k too large");
   }
 

@@ -1,10 +1,12 @@
 // `ckjit inspect FILE.gguf`: header, metadata and tensor table of a GGUF file (validated on open).
+// `ckjit inspect --kernel SPEC`: the spec and generated code of one JIT kernel.
 #include <boost/program_options.hpp>
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
 #include <map>
 
+#include "jit/code_cache.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "tools/command.h"
@@ -60,7 +62,9 @@ void print_tensors(const GgufFile& f) {
 
 int inspect_main(const std::vector<std::string>& args) {
   po::options_description opts("ckjit inspect options");
-  opts.add_options()("help,h", "show this help");
+  opts.add_options()
+      ("kernel", po::value<std::string>(), "emit the JIT kernel SPEC (e.g. op=gemm,w=q4_K,a=q8_K,isa=avx512,k=4096) and dump its code")
+      ("help,h", "show this help");
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::string>(), "GGUF file");
   po::options_description all;
@@ -75,11 +79,18 @@ int inspect_main(const std::vector<std::string>& args) {
     throw ckjit::Error(e.what());
   }
   if (vm.count("help")) {
-    std::cout << "usage: ckjit inspect FILE.gguf\n\nPrints the header, metadata and tensor table of a GGUF file.\n"
+    std::cout << "usage: ckjit inspect FILE.gguf | ckjit inspect --kernel SPEC\n\n"
+                 "Prints the header, metadata and tensor table of a GGUF file, or the spec and\n"
+                 "disassembly (bytes when objdump is absent) of a generated kernel.\n"
               << opts;
     return 0;
   }
-  if (!vm.count("file")) throw ckjit::Error("missing FILE (usage: ckjit inspect FILE.gguf)");
+  if (vm.count("kernel")) {
+    if (vm.count("file")) throw ckjit::Error("give either FILE or --kernel SPEC, not both");
+    std::printf("%s", ckjit::jit::describe_kernel(vm["kernel"].as<std::string>()).c_str());
+    return 0;
+  }
+  if (!vm.count("file")) throw ckjit::Error("missing FILE (usage: ckjit inspect FILE.gguf | --kernel SPEC)");
 
   GgufFile f = GgufFile::open(vm["file"].as<std::string>());
   std::printf("file: %s (%zu bytes, %s)\n", f.name().c_str(), f.file_size(), human_bytes(f.file_size()).c_str());

@@ -3,9 +3,41 @@
 #include <algorithm>
 #include <cmath>
 
+#include "jit/packed_weights.h"
+
 namespace ckjit::planner {
 namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// The JIT kernels' measured in-cache rate over what the register model predicts for the block it
+// was measured with, at the planner's own int8 peak (perf/RESULTS.md, zen4, 1 thread): Q4_K
+// SwiGLU/GEMM with mr=6 x 2 streams run at 172 GMAC/s per core (73% of the 235 GMAC/s that
+// bench_kernels' vpdpbusd loop reached); the planner's zen4 peak is 530 GMAC/s per core (the peak
+// probe measures 473 here: two vpdpbusd zmm per cycle), and e_reg for the block is
+// 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 172 / (530 x 0.75) = 0.43 of the
+// model's figure (sub-block scale multiplies, float updates and the one-per-cycle vpdpbusd issue
+// the register model does not count). The other types are not measured in isolation yet and use
+// the same factor.
+constexpr double kJitKernelEfficiency = 0.43;
+
+void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
+  const bool has_kernels = wtype == TensorType::Q4_K || wtype == TensorType::Q5_K || wtype == TensorType::Q6_K ||
+                           wtype == TensorType::Q8_0;
+  const bool avx512 = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
+  if (!has_kernels || !(avx512 || isa.avx2)) return;
+  k.jit = true;
+  k.jit_isa = avx512 ? jit::IsaPath::Avx512 : jit::IsaPath::Avx2;
+  // The kernels read the repacked panels, not the file's blocks: Q5_K and Q6_K keep one byte per
+  // quant there (280 bytes per 256 elements instead of 176 / 210), Q8_0 adds a row sum.
+  k.weight_bytes = wtype == TensorType::Q4_K   ? double(jit::Q4KPanelLayout{1}.bytes()) / 256
+                   : wtype == TensorType::Q5_K ? double(jit::Q5KPanelLayout{1}.bytes()) / 256
+                   : wtype == TensorType::Q6_K ? double(jit::Q6KPanelLayout{1}.bytes()) / 256
+                                               : double(jit::Q80PanelLayout{1}.bytes()) / 32;
+  // The JIT AVX-512 path needs VNNI; without it the 8-lane AVX2 kernels run.
+  k.vector_regs = avx512 ? 32 : 16;
+  k.lanes = jit::panel_cols(k.jit_isa);
+  k.kernel_efficiency = kJitKernelEfficiency;
+}
 }  // namespace
 
 CacheSizes cache_sizes(const topo::Machine& m) {
@@ -56,6 +88,7 @@ KernelTraits kernel_traits(const topo::Isa& isa, TensorType wtype) {
       // 8-bit: none; 4-bit: mask + shift; 5/6-bit: also merge the high bits; 2/3-bit: several
       // shifts and masks. Per-block scales are applied once per block, outside the k loop.
       k.unpack_ops = bits >= 8 ? 0 : bits < 4 ? 4 : bits < 5 ? 2 : 3;
+      set_jit_traits(isa, wtype, k);
       break;
     }
   }
@@ -66,8 +99,17 @@ Footprint footprint(const OpShape& s, const Tiling& t, const KernelTraits& k, in
   const double nw = s.weight_matrices();
   const double wb = k.weight_bytes * nw, ab = k.act_bytes;
   Footprint f;
-  f.l1 = double(t.kc) * (t.nr * wb + t.mr * ab);
-  f.l2 = double(t.kc) * (double(t.nc) * wb + double(t.mc) * ab) + double(t.mc) * double(t.nc) * 4.0;
+  if (k.jit) {
+    // The JIT kernel walks one quant block of each stream and row at a time (L1) and, inside an
+    // mc x nc tile, keeps the tile's activation rows and one column group's panels (L2) while
+    // the column groups stream past; sums stay in registers, so there is no partial-sum tile.
+    const double grain = tensor_type_info(s.wtype).block_elems;
+    f.l1 = grain * (t.nr * wb + t.mr * ab);
+    f.l2 = double(s.k) * (t.nr * wb + double(t.mc) * ab);
+  } else {
+    f.l1 = double(t.kc) * (t.nr * wb + t.mr * ab);
+    f.l2 = double(t.kc) * (double(t.nc) * wb + double(t.mc) * ab) + double(t.mc) * double(t.nc) * 4.0;
+  }
   if (t.order == LoopOrder::n_k_m)
     f.l3 = double(s.m) * double(s.k) * ab;  // every row of x, reused by each weight block
   else
@@ -87,28 +129,38 @@ Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const Ca
   const double Mb = ceil_div(M, double(t.mc)), Nb = ceil_div(N, double(t.nc)), Kb = ceil_div(K, double(t.kc));
   r.macs = s.macs();
   r.fp = footprint(s, t, k, t_per_l3);
-  const bool l2_holds_block = r.fp.l2 <= double(c.l2);
+  // N>K>M revisits the nc-wide weight block once per row block: from L2 when it fits there
+  // beside the activation rows (for the JIT kernels the footprint above leaves it out).
+  const bool l2_holds_block =
+      k.jit ? double(t.nc) * K * k.weight_bytes * nw + double(t.mc) * K * k.act_bytes <= double(c.l2)
+            : r.fp.l2 <= double(c.l2);
   const bool l3_holds = r.fp.l3 <= double(c.l3) / 2;  // half: the rest streams weights through
 
   // Registers: per k step, nr/lanes weight vectors (each unpacked with unpack_ops) and mr
   // broadcasts feed mr*nr/lanes dot products. Loads and vector ops each issue on as many ports
   // as the dot products have (2 on current x86 cores), so the dots keep
   // dots / max(loads, dots + unpack ops) of the vector throughput.
-  const double nr_vec = double(t.nr) / k.lanes;
+  // The JIT kernels load every matrix's panel (SwiGLU: gate and up streams) per k step.
+  const double nr_vec = double(t.nr) / k.lanes * (k.jit ? nw : 1.0);
   const double dots = t.mr * nr_vec;
-  r.eff_register = dots / std::max(t.mr + nr_vec, dots + nr_vec * k.unpack_ops);
+  r.eff_register = dots / std::max(t.mr + nr_vec, dots + nr_vec * k.unpack_ops) * k.kernel_efficiency;
   r.eff_tail = (M / (ceil_div(M, t.mr) * t.mr)) * (N / (ceil_div(N, t.nr) * t.nr));
+  // Tasks are handed out dynamically; a short last task (N not a multiple of nc) counts as its
+  // share, so 12288 columns in two nc = 8192 tasks keep 1.5 / 2 = 75% of two threads busy.
   const double tasks = t.split == SplitAxis::n ? Nb : Mb;
-  r.eff_balance = tasks / (ceil_div(tasks, T) * T);
+  const double work = t.split == SplitAxis::n ? N / double(t.nc) : M / double(t.mc);
+  r.eff_balance = work / (ceil_div(tasks, T) * T);
 
   // Bytes served by each level.
   r.bytes_l1 = r.macs * (k.act_bytes / t.nr + k.weight_bytes / t.mr);
-  double dram = C, l3 = 0, l2 = 0;
+  double dram = C, dram_w = 0, l3 = 0, l2 = 0;
   l2 += C * 2.0 * (Kb - 1);  // partial sums revisited per kc block
-  l2 += A * N / t.nr;        // activation micro-panels, once per weight micro-panel
+  // Activation micro-panels, once per weight micro-panel: from L2, or from L3 when the JIT
+  // kernel's activation block does not fit L2 beside the column group.
+  (k.jit && r.fp.l2 > double(c.l2) ? l3 : l2) += A * N / t.nr;
   if (t.order == LoopOrder::n_k_m) {
     // Weights stream from DRAM once; each block is revisited per row block from L2 (or beyond).
-    dram += W;
+    dram_w += W;
     double rereads = W * (Mb - 1);
     (l2_holds_block ? l2 : l3) += rereads;
     // All rows of x pass each weight column block.
@@ -119,21 +171,29 @@ Cost estimate(const OpShape& s, const Tiling& t, const KernelTraits& k, const Ca
     dram += A;
     double per_thread_w = t.split == SplitAxis::n ? W / T : W;
     bool w_in_l3 = per_thread_w * t_per_l3 <= double(c.l3) / 2;
-    if (w_in_l3) dram += W, l3 += W * (Mb - 1);
-    else dram += W * Mb;
+    if (w_in_l3) dram_w += W, l3 += W * (Mb - 1);
+    else dram_w += W * Mb;
   }
   if (t.split == SplitAxis::m && T > 1) l3 += W * (T - 1);  // each thread reads every weight
 
-  r.bytes_dram = dram, r.bytes_l3 = l3, r.bytes_l2 = l2;
+  r.bytes_dram = dram + dram_w, r.bytes_l3 = l3, r.bytes_l2 = l2;
   const double bal = r.eff_balance;
   const double peak = p.gmacs_per_core(k.path);  // GMAC/s = 1e3 MAC/us
   r.compute_us = peak > 0 ? r.macs / (cores * peak * 1e3 * r.eff_register * r.eff_tail * bal) : 1e30;
   const double dram_bw = std::min(p.dram_gbps, cores * p.dram_gbps_per_core);  // GB/s = 1e3 B/us
-  r.dram_us = r.bytes_dram / (dram_bw * 1e3);
+  // Weights read as several interleaved streams per core (one per panel of the register block)
+  // arrive slower than one sequential stream: the prefetcher tracks them less well. Measured
+  // on zen4 with DRAM-bound decode GEMVs: 2 streams 0.72x, 3 0.65x, 4 0.62x of one stream's rate,
+  // i.e. time x (1 + p (1 - 1/streams)) with p = dram_stream_penalty = 0.8.
+  const double streams = double(t.nr) / k.lanes * (k.jit ? nw : 1.0);
+  const double stream_factor = 1 + p.dram_stream_penalty * (1 - 1 / std::max(1.0, streams));
+  r.dram_us = (dram + dram_w * stream_factor) / (dram_bw * 1e3);
   r.l3_us = r.bytes_l3 / (cores * p.l3_gbps_per_core * 1e3 * bal);
   r.l2_us = r.bytes_l2 / (cores * p.l2_gbps_per_core * 1e3 * bal);
   r.l1_us = r.bytes_l1 / (cores * p.l1_gbps_per_core * 1e3 * bal);
-  r.sync_us = T > 1 ? p.sync_us * T : 0;
+  // Fork/join of the pool, plus each worker's share of per-task costs (tasks are dealt out
+  // dynamically, so a worker takes ceil(tasks / T) of them).
+  r.sync_us = (T > 1 ? p.sync_us * T : 0) + ceil_div(tasks, T) * p.task_us;
   std::pair<double, const char*> parts[] = {{r.compute_us, "compute"}, {r.dram_us, "DRAM"}, {r.l3_us, "L3"},
                                             {r.l2_us, "L2"}, {r.l1_us, "L1"}};
   auto worst = *std::max_element(std::begin(parts), std::end(parts),

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/kernel_spec.h"
 #include "jit/planner/peak_rates.h"
 #include "runtime/op_shape.h"
 #include "topology/machine.h"
@@ -33,6 +34,14 @@ struct KernelTraits {
   double act_bytes = 4;       // bytes per activation element the kernel reads (Q8_K rows for K-quants)
   int unpack_ops = 0;         // vector ops per weight vector per k step to turn weights into int8/f32
   std::string isa_name;       // "avx512-vnni", ...
+  // Weight types the JIT kernels run (Q4_K, Q5_K, Q6_K, Q8_0 on AVX2 / AVX-512): register blocks
+  // follow jit::register_block_problem (nr counts weight streams there: panels x matrices), the
+  // kernel keeps its sums in registers over the whole of K (kc = K, one quant block in L1 at a
+  // time), and compute runs at kernel_efficiency x the register model's share of peak (calibrated
+  // on the measured in-cache rate of the kernels, jit/planner/README.md).
+  bool jit = false;
+  jit::IsaPath jit_isa = jit::IsaPath::Avx512;
+  double kernel_efficiency = 1;
 };
 KernelTraits kernel_traits(const topo::Isa& isa, TensorType wtype);
 

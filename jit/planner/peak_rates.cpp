@@ -36,6 +36,11 @@ PeakRates default_peak_rates(const topo::Machine& m) {
     r.dram_gbps = 44;
     r.dram_gbps_per_core = 30;
     r.sync_us = 1.5;
+    // perf/PLANNER_RESULTS.md: 2B decode GEMV on 2 threads, 16-48 tasks per thread against 1-3
+    // cost 1.2-2.6 us per extra task.
+    r.task_us = 1.5;
+    // Same benchmark: 1 weight stream per core 45 GB/s, 2 streams 34, 4 streams 29 (2 threads).
+    r.dram_stream_penalty = 0.8;
     r.source = "defaults for zen4 (measured on the dev machine: int8 530 GMAC/s/core, DRAM 44 GB/s)";
     return r;
   }
@@ -55,6 +60,8 @@ PeakRates default_peak_rates(const topo::Machine& m) {
   r.dram_gbps = 44;
   r.dram_gbps_per_core = 20;
   r.sync_us = 1.5;
+  r.task_us = 1.5;                // as measured on zen4 (no better guess)
+  r.dram_stream_penalty = 0.8;
   r.source = "estimated from the ISA (" + std::string(isa.avx512f ? "512" : isa.avx2 ? "256" : "128") +
              "-bit vectors, 2 pipes, assumed 3 GHz, DRAM 44 GB/s); run `ckjit tune` to measure";
   return r;

@@ -23,6 +23,11 @@ struct PeakRates {
   double dram_gbps = 0;            // whole machine, sustained
   double dram_gbps_per_core = 0;   // what one core alone can pull
   double sync_us = 0;              // one fork + join of the thread pool, per active thread
+  // Per task a worker takes: the dispatch, the kernel call and, above all, restarting the weight
+  // streams the hardware prefetcher then has to pick up again (dominant for DRAM-bound GEMV).
+  double task_us = 0;
+  // Extra DRAM time of weights read as interleaved streams: x (1 + penalty (1 - 1/streams)).
+  double dram_stream_penalty = 0;
   std::string source;              // where the numbers come from (printed by `ckjit plan`)
 
   double gmacs_per_core(ComputePath p) const;

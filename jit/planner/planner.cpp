@@ -68,6 +68,8 @@ int64_t choose_kc(const Context& c, const RegisterBlock& rb) {
   const double per_k = rb.nr * c.kernel.weight_bytes * c.shape.weight_matrices() + rb.mr * c.kernel.act_bytes;
   const int64_t g = k_grain(c.shape.wtype);
   int64_t kmax = round_up(c.shape.k, g);
+  // The JIT kernels run the whole of K with sums in registers, one quant block in L1 at a time.
+  if (c.kernel.jit) return per_k * double(g) <= double(c.caches.l1) ? kmax : 0;
   int64_t kc = int64_t(double(c.caches.l1) / 2 / per_k) / g * g;
   if (kc < g) kc = per_k * double(g) <= double(c.caches.l1) ? g : 0;
   return std::min(kc, kmax);
@@ -88,11 +90,21 @@ struct Scored {
 // Every tiling the model considers for `threads`, scored; blocks that overflow L1/L2 are skipped.
 void enumerate(const Context& c, int threads, bool smt, std::vector<Scored>& out) {
   const OpShape& s = c.shape;
-  for (const RegisterBlock& rb : register_block_candidates(c.kernel)) {
+  for (const RegisterBlock& rb : register_block_candidates(c.kernel, s.kind)) {
+    if (rb.mr > 1 && rb.mr > s.m) continue;  // rows beyond M are only tails (e.g. decode, M = 1)
     int64_t kc = choose_kc(c, rb);
     if (kc == 0) continue;
-    for (int64_t mc : geometric(rb.mr, round_up(s.m, rb.mr))) {
-      for (int64_t nc : geometric(rb.nr, round_up(s.n, rb.nr))) {
+    // Powers of two of the register block, plus the sizes that give each thread exactly 1, 2 or
+    // 4 tasks (balanced splits that powers of two miss, e.g. N = 6144 on 2 threads).
+    auto sizes = [&](int64_t unit, int64_t extent) {
+      std::vector<int64_t> v = geometric(unit, round_up(extent, unit));
+      for (int64_t per : {1, 2, 4}) v.push_back(round_up((extent + threads * per - 1) / (threads * per), unit));
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      return v;
+    };
+    for (int64_t mc : sizes(rb.mr, s.m)) {
+      for (int64_t nc : sizes(rb.nr, s.n)) {
         for (LoopOrder order : {LoopOrder::n_k_m, LoopOrder::m_n_k}) {
           for (SplitAxis split : {SplitAxis::n, SplitAxis::m}) {
             if (threads == 1 && split == SplitAxis::m) continue;  // same as split N
@@ -100,7 +112,10 @@ void enumerate(const Context& c, int threads, bool smt, std::vector<Scored>& out
             t.threads = threads, t.smt = smt, t.mr = rb.mr, t.nr = rb.nr, t.mc = mc, t.nc = nc, t.kc = kc;
             t.order = order, t.split = split;
             Cost cost = estimate(s, t, c.kernel, c.caches, c.peaks);
-            if (cost.fp.l1 > double(c.caches.l1) || cost.fp.l2 > double(c.caches.l2) / 2) continue;
+            // The JIT kernels run any block (an activation block beyond L2 only costs L3 reads, which
+            // the model charges); other kernels need their blocks to fit.
+            const bool l2_fits = cost.fp.l2 <= double(c.caches.l2) / 2 || (c.kernel.jit && mc == rb.mr);
+            if (cost.fp.l1 > double(c.caches.l1) || !l2_fits) continue;
             out.push_back({t, cost});
           }
         }
@@ -169,11 +184,20 @@ void add_reasons(Plan& p, const Context& c, const std::map<int, Scored>* per_thr
               fmt("%.3g", 8 * c.kernel.weight_bytes) + " bit), activations " +
               human_bytes(double(s.m) * double(s.k) * c.kernel.act_bytes) + "; peaks: " + c.peaks.source);
   int nr_vec = t.nr / c.kernel.lanes;
-  r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": " +
-              std::to_string(t.mr * nr_vec) + " accumulators + " + std::to_string(nr_vec) + " weight + 1 broadcast + " +
-              std::to_string(c.kernel.reserved_regs) + " unpack of " + std::to_string(c.kernel.vector_regs) +
-              " vector registers; keeps " + fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) +
-              " of peak (load ratio, M/N tails)");
+  if (c.kernel.jit) {
+    const int streams = nr_vec * s.weight_matrices();
+    r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": JIT kernel mr=" +
+                std::to_string(t.mr) + ",nr=" + std::to_string(streams) + " (" + std::to_string(streams) +
+                " weight stream" + (streams > 1 ? "s" : "") + ", " + jit::isa_name(c.kernel.jit_isa) + "); keeps " +
+                fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) + " of peak (load ratio, kernel efficiency " +
+                fmt("%.2f", c.kernel.kernel_efficiency) + ", M/N tails)");
+  } else {
+    r.push_back("register block " + std::to_string(t.mr) + "x" + std::to_string(t.nr) + ": " +
+                std::to_string(t.mr * nr_vec) + " accumulators + " + std::to_string(nr_vec) + " weight + 1 broadcast + " +
+                std::to_string(c.kernel.reserved_regs) + " unpack of " + std::to_string(c.kernel.vector_regs) +
+                " vector registers; keeps " + fmt("%.0f%%", 100 * k.eff_register * k.eff_tail) +
+                " of peak (load ratio, M/N tails)");
+  }
   r.push_back("cache blocks: kc " + std::to_string(t.kc) + " (L1 " + kib(c.caches.l1) + " holds panels " +
               human_bytes(k.fp.l1) + "), mc " + std::to_string(t.mc) + " x nc " + std::to_string(t.nc) + " (L2 " +
               kib(c.caches.l2) + " holds " + human_bytes(k.fp.l2) + "), " + loop_order_name(t.order) + ", L3 " +
@@ -197,8 +221,21 @@ void add_reasons(Plan& p, const Context& c, const std::map<int, Scored>* per_thr
 
 }  // namespace
 
-std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k) {
+std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k, OpKind kind) {
   std::vector<RegisterBlock> out;
+  if (k.jit) {
+    const jit::Op op = kind == OpKind::gate_up_swiglu ? jit::Op::SwiGLU : jit::Op::Gemm;
+    const int mats = kind == OpKind::gate_up_swiglu ? 2 : 1;
+    for (int panels = 1; panels <= 4; ++panels) {
+      int mr_max = 0;
+      for (int mr = 1; mr <= 16; ++mr)
+        if (jit::register_block_problem(k.jit_isa, op, mr, panels * mats).empty()) mr_max = mr;
+      if (mr_max == 0) continue;
+      std::set<int> mrs = {mr_max, std::min(mr_max, 4), std::min(mr_max, 2), 1};
+      for (int mr : mrs) out.push_back({mr, panels * k.lanes});
+    }
+    return out;
+  }
   for (int nr_vec = 1; nr_vec <= 4; ++nr_vec) {
     int free_regs = k.vector_regs - nr_vec - 1 - k.reserved_regs;
     int mr_max = free_regs / nr_vec;
@@ -208,6 +245,28 @@ std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k) {
     for (int mr : mrs) out.push_back({mr, nr_vec * k.lanes});
   }
   return out;
+}
+
+jit::KernelSpec jit_spec_for(const Plan& plan) {
+  const OpShape& s = plan.shape;
+  if (!plan.kernel.jit)
+    throw Error(std::string("no JIT kernels for ") + tensor_type_info(s.wtype).name + " weights on " + plan.kernel.isa_name);
+  const int lanes = jit::panel_cols(plan.kernel.jit_isa);
+  if (plan.tiling.nr % lanes != 0 || plan.tiling.nc % lanes != 0)
+    throw Error("tiling " + plan.tiling.describe() + ": nr and nc must be multiples of the " + std::to_string(lanes) +
+                "-column weight panel");
+  jit::KernelSpec spec;
+  spec.op = s.kind == OpKind::gate_up_swiglu ? jit::Op::SwiGLU : s.kind == OpKind::gemv ? jit::Op::Gemv : jit::Op::Gemm;
+  spec.epilogue = s.kind == OpKind::gate_up_swiglu ? jit::Epilogue::SwiGLU : jit::Epilogue::Store;
+  spec.wtype = s.wtype;
+  spec.atype = s.wtype == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
+  spec.isa = plan.kernel.jit_isa;
+  spec.mr = plan.tiling.mr;
+  spec.nr = plan.tiling.nr / lanes * s.weight_matrices();
+  spec.nc = int(plan.tiling.nc / lanes);
+  spec.k = s.k;
+  spec.validate();
+  return spec;
 }
 
 Plan plan_op(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts) {
@@ -244,6 +303,15 @@ std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, 
   chosen.push_back(per.at(pick_threads(per)));
   for (const auto& [T, sc] : per)
     if (!seen(sc.t)) chosen.push_back(sc);
+  // The model's next-best cache blocks for the pick's register block and thread count (other
+  // mc / nc / order), so the sweep also checks the pick's cache blocking.
+  const Tiling pick = chosen.front().t;
+  int neighbours = 0;
+  for (const auto& sc : all) {
+    if (neighbours == 2) break;
+    if (sc.t.threads == pick.threads && sc.t.mr == pick.mr && sc.t.nr == pick.nr && !seen(sc.t))
+      chosen.push_back(sc), ++neighbours;
+  }
   std::set<std::tuple<int, int, int>> blocks;
   for (const auto& sc : chosen) blocks.insert({sc.t.threads, sc.t.mr, sc.t.nr});
   for (const auto& sc : all)

@@ -40,10 +40,16 @@ struct Plan {
 
 // Register blocks the micro-kernel can hold in this ISA's registers: mr rows x nr columns with
 // mr * nr/lanes accumulators + nr/lanes weight vectors + 1 broadcast + reserved <= vector_regs.
+// For JIT-backed weight types only the blocks the emitters accept (jit::register_block_problem
+// with nr/lanes panels x the op's weight matrices as streams).
 struct RegisterBlock {
   int mr = 1, nr = 16;
 };
-std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k);
+std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k, OpKind kind = OpKind::gemm);
+
+// The JIT kernel spec that executes `plan` (register block, K, op and epilogue); throws
+// ckjit::Error when the plan's weight type has no JIT kernels or its block is not emittable.
+jit::KernelSpec jit_spec_for(const Plan& plan);
 
 // The best plan by the cost model.
 Plan plan_op(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts = {});

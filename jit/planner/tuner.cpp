@@ -83,40 +83,52 @@ std::vector<ShapeResult> tune(const std::vector<OpShape>& shapes, const topo::Ma
   }
 
   Progress progress(opts.progress, total_runs);
-  std::map<std::vector<int>, std::unique_ptr<ThreadPool>> pools;  // one pool per cpu set
-  auto pool_for = [&](const Plan& p) -> ThreadPool& {
-    auto& slot = pools[p.cpus];
-    if (!slot) slot = std::make_unique<ThreadPool>(pool_options(budget, p.cpus));
-    return *slot;
+  // One pool alive at a time (two pools would both pin the calling thread and restore each
+  // other's masks); candidates are grouped by cpu set so a round switches pools rarely.
+  std::unique_ptr<ThreadPool> pool;
+  std::vector<int> pool_cpus;
+  auto pool_for = [&](const Plan& p, bool& fresh) -> ThreadPool& {
+    fresh = !pool || pool_cpus != p.cpus;
+    if (fresh) {
+      pool.reset();
+      pool = std::make_unique<ThreadPool>(pool_options(budget, p.cpus));
+      pool_cpus = p.cpus;
+    }
+    return *pool;
   };
 
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     if (plans[i].empty()) continue;
     const OpShape& s = shapes[i];
+    const std::vector<Plan>& cand = plans[i];
     runner.prepare(s);
-    std::vector<Measurement> measured;
-    for (const Plan& plan : plans[i]) {
-      // Only one pool is alive at a time: idle pools would keep extra threads around.
-      for (auto it = pools.begin(); it != pools.end();)
-        it = it->first == plan.cpus ? std::next(it) : pools.erase(it);
-      ThreadPool& pool = pool_for(plan);
-      std::string label = s.key() + " " + plan.tiling.describe();
-      for (int w = 0; w < opts.warmups; ++w) {
-        runner.run(plan, pool);
-        progress.step(label);
+    std::vector<std::size_t> order(cand.size());
+    for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cand[a].cpus < cand[b].cpus; });
+    std::vector<Measurement> measured(cand.size());
+    for (std::size_t c = 0; c < cand.size(); ++c) measured[c].tiling = cand[c].tiling, measured[c].model_us = cand[c].cost.total_us;
+    bool fresh = false;
+    for (int w = 0; w < opts.warmups; ++w)
+      for (std::size_t c : order) {
+        runner.run(cand[c], pool_for(cand[c], fresh));
+        progress.step(s.key() + " warm-up");
       }
-      Measurement mm;
-      mm.tiling = plan.tiling;
-      mm.model_us = plan.cost.total_us;
-      for (int r = 0; r < opts.repeats; ++r) {
+    // Timed runs in rounds, each round running every candidate once: on a shared machine a
+    // change of load then hits all candidates alike instead of whichever ran at that moment.
+    for (int r = 0; r < opts.repeats; ++r) {
+      const std::string label = s.key() + " round " + std::to_string(r + 1) + "/" + std::to_string(opts.repeats);
+      std::reverse(order.begin(), order.end());  // back and forth: a round starts on the last pool
+      for (std::size_t c : order) {
+        ThreadPool& p = pool_for(cand[c], fresh);
+        // A fresh pool's first run wakes its threads: untimed when that is not negligible.
+        if (fresh && !measured[c].runs_us.empty() && measured[c].runs_us.back() < 50e3) runner.run(cand[c], p);
         auto t0 = Clock::now();
-        runner.run(plan, pool);
-        mm.runs_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        runner.run(cand[c], p);
+        measured[c].runs_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         progress.step(label);
       }
-      mm.median_us = median(mm.runs_us);
-      measured.push_back(std::move(mm));
     }
+    for (auto& mm : measured) mm.median_us = median(mm.runs_us);
     auto best = std::min_element(measured.begin(), measured.end(),
                                  [](const Measurement& a, const Measurement& b) { return a.median_us < b.median_us; });
     ProfileEntry e;

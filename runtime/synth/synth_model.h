@@ -14,7 +14,7 @@ namespace ckjit::synth {
 
 struct SynthOptions {
   uint64_t seed = 0;
-  float sharpness = 1.0f;  // ~ standard deviation of the output logits (output_norm scale)
+  float sharpness = 1.0f;  // ~ standard deviation of the output logits (output_norm = sharpness)
   qwen3vl::TextMix text_mix = qwen3vl::TextMix::Q4_K_M;
   qwen3vl::MmprojType mmproj_type = qwen3vl::MmprojType::F16;
   int threads = 0;            // 0: all hardware threads

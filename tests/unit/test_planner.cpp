@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "jit/kernel_spec.h"
 #include "jit/planner/planner.h"
 #include "planner_test_machines.h"
 #include "runtime/error.h"
@@ -43,21 +44,41 @@ void check_plan_fits(const Plan& p, const topo::Machine& m) {
   CHECK(p.caches.l1 == m.cache_bytes(1));
   CHECK(p.caches.l2 == m.cache_bytes(2));
   CHECK(p.caches.l3 == m.cache_bytes(3));
-  const double l1_panels = double(t.kc) * (t.nr * wb + t.mr * p.kernel.act_bytes);
-  CHECK(l1_panels <= double(m.cache_bytes(1)));
-  const double l2_block = double(t.kc) * (double(t.nc) * wb + double(t.mc) * p.kernel.act_bytes) +
-                          double(t.mc) * double(t.nc) * 4;
-  CHECK(l2_block <= double(m.cache_bytes(2)));
-  CHECK(p.cost.fp.l1 == doctest::Approx(l1_panels));
-  CHECK(p.cost.fp.l2 == doctest::Approx(l2_block));
+  const int nr_vec = t.nr / p.kernel.lanes;
+  if (p.kernel.jit) {
+    // JIT kernels: one quant block per stream and row in L1, sums in registers over all of K;
+    // the tile's activation rows and one column group in L2 (unless even mc = mr cannot fit).
+    const double grain = double(info.block_elems);
+    // Bytes of the repacked panels the kernels read (jit/packed_weights.h), per element.
+    const double packed = p.shape.wtype == TensorType::Q4_K ? 148.0 / 256
+                          : p.shape.wtype == TensorType::Q8_0 ? 40.0 / 32 : 280.0 / 256;
+    CHECK(p.kernel.weight_bytes == doctest::Approx(packed));
+    const double wb = packed * p.shape.weight_matrices();
+    const double l1 = grain * (t.nr * wb + t.mr * p.kernel.act_bytes);
+    const double l2 = double(p.shape.k) * (t.nr * wb + double(t.mc) * p.kernel.act_bytes);
+    CHECK(l1 <= double(m.cache_bytes(1)));
+    CHECK((l2 <= double(m.cache_bytes(2)) || t.mc == t.mr));
+    CHECK(p.cost.fp.l1 == doctest::Approx(l1));
+    CHECK(p.cost.fp.l2 == doctest::Approx(l2));
+    CHECK(t.kc == (p.shape.k + info.block_elems - 1) / info.block_elems * info.block_elems);
+    const auto op = p.shape.kind == OpKind::gate_up_swiglu ? jit::Op::SwiGLU : jit::Op::Gemm;
+    CHECK(jit::register_block_problem(p.kernel.jit_isa, op, t.mr, nr_vec * p.shape.weight_matrices()) == "");
+  } else {
+    const double l1_panels = double(t.kc) * (t.nr * wb + t.mr * p.kernel.act_bytes);
+    CHECK(l1_panels <= double(m.cache_bytes(1)));
+    const double l2_block = double(t.kc) * (double(t.nc) * wb + double(t.mc) * p.kernel.act_bytes) +
+                            double(t.mc) * double(t.nc) * 4;
+    CHECK(l2_block <= double(m.cache_bytes(2)));
+    CHECK(p.cost.fp.l1 == doctest::Approx(l1_panels));
+    CHECK(p.cost.fp.l2 == doctest::Approx(l2_block));
+    // The register tile fits the vector registers.
+    CHECK(t.mr * nr_vec + nr_vec + 1 + p.kernel.reserved_regs <= p.kernel.vector_regs);
+  }
   // Blocks are whole quant blocks along K and whole register tiles along M and N.
   CHECK(t.kc % info.block_elems == 0);
   CHECK(t.mc % t.mr == 0);
   CHECK(t.nc % t.nr == 0);
   CHECK(t.nr % p.kernel.lanes == 0);
-  // The register tile fits the vector registers.
-  const int nr_vec = t.nr / p.kernel.lanes;
-  CHECK(t.mr * nr_vec + nr_vec + 1 + p.kernel.reserved_regs <= p.kernel.vector_regs);
   // Threads and cpus within the budget.
   CpuBudget b = cpu_budget(m);
   CHECK(t.threads >= 1);
@@ -105,7 +126,7 @@ TEST_CASE("bigger caches allow deeper blocks") {
 TEST_CASE("register block candidates follow the ISA's register count") {
   topo::Isa avx512;
   avx512.avx2 = avx512.avx512f = avx512.avx512bw = avx512.avx512vnni = true;
-  for (const auto& rb : register_block_candidates(kernel_traits(avx512, TensorType::Q4_K))) {
+  for (const auto& rb : register_block_candidates(kernel_traits(avx512, TensorType::Q2_K))) {
     CHECK(rb.nr % 16 == 0);
     CHECK(rb.mr * (rb.nr / 16) + rb.nr / 16 + 1 + 3 <= 32);
   }

@@ -156,7 +156,10 @@ TEST_CASE("tune() measures every candidate and keeps the fastest and records the
       CHECK_FALSE(r.measured.tiling == e.best.tiling);
     }
   }
-  CHECK(runner.runs == candidates * (3 + 1));
+  // Every candidate: one warm-up and three timed runs; plus at most one untimed wake-up run per
+  // pool switch (candidates on different cpu sets), never more than one per timed run.
+  CHECK(runner.runs >= candidates * (3 + 1));
+  CHECK(runner.runs < candidates * (3 + 1) + candidates * 3);
   CHECK(candidates <= 8);
 }
 
@@ -181,7 +184,7 @@ TEST_CASE("decoder op shapes cover prefill and decode") {
 TEST_CASE("ckjit tune on tiny shapes completes and writes a profile that ckjit plan uses") {
   std::string dir = temp_dir();
   std::string env = "XDG_CACHE_HOME='" + dir + "'";
-  auto tune = run_ckjit(env, "tune --no-peaks --shape gate_up:4x48x256:q4_k --shape gemm:3x20x64:f32 --repeats 2 --candidates 3");
+  auto tune = run_ckjit(env, "tune --runner reference --no-peaks --shape gate_up:4x48x256:q4_k --shape gemm:3x20x64:f32 --repeats 2 --candidates 3");
   INFO(tune.out);
   REQUIRE(tune.status == 0);
   CHECK(tune.out.find("runner: reference") != std::string::npos);
