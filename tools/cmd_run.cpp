@@ -6,6 +6,8 @@
 #include <boost/program_options.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/profile.h"
 #include "runtime/sampler.h"
+#include "runtime/synth/synth_model.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -58,6 +61,29 @@ std::vector<int32_t> parse_ids(const std::string& text, const std::string& path)
   flush();
   if (ids.empty()) throw ckjit::Error("--force " + path + ": no token ids");
   return ids;
+}
+
+// The embedded default model: without -m, `ckjit run` synthesizes (once, cached) a tiny
+// random-weight Qwen3-VL model with the real Qwen3 tokenizer, so the main job runs on a fresh
+// machine. Its text is random by construction; it shows the pipeline and its timings, nothing more.
+std::string default_model_path() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::filesystem::path dir = xdg && *xdg ? std::filesystem::path(xdg) / "ckjit"
+                              : home && *home ? std::filesystem::path(home) / ".cache" / "ckjit"
+                                              : std::filesystem::temp_directory_path() / "ckjit";
+  dir /= "default-model";
+  auto dims = ckjit::qwen3vl::preset_dims("tiny");
+  std::filesystem::path model = dir / ckjit::synth::text_file_name(dims.preset, ckjit::qwen3vl::TextMix::Q4_K_M);
+  if (std::filesystem::exists(model)) return model.string();
+  ckjit::synth::SynthOptions o;
+  o.seed = 1;
+  o.sharpness = 10.0f;  // clear greedy choices
+  const char* tk = std::getenv("CKJIT_TOKENIZER_DIR");
+  o.tokenizer_dir = tk && *tk ? tk : CKJIT_DEFAULT_TOKENIZER_DIR;
+  std::fprintf(stderr, "run: synthesizing the default model into %s (ckjit synth --preset tiny --seed 1 --sharpness 10)\n",
+               dir.string().c_str());
+  return ckjit::synth::write_qwen3vl_pair(dims, o, dir.string()).text_path;
 }
 
 int run_main(const std::vector<std::string>& args) {
@@ -113,11 +139,14 @@ int run_main(const std::vector<std::string>& args) {
   // A stale, corrupt or foreign profile is reported and ignored, never fatal.
   if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
   else std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
-  if (!vm.count("model")) throw ckjit::Error("no model given (-m model.gguf)");
+  const bool embedded_default = !vm.count("model");
+  if (embedded_default)
+    std::fprintf(stderr, "run: no -m given: using the embedded default, a tiny random-weight Qwen3-VL model "
+                         "(real tokenizer; its text is random)\n");
 
   // ---- load ----
   const auto t_load = Clock::now();
-  const std::string model_path = vm["model"].as<std::string>();
+  const std::string model_path = embedded_default ? default_model_path() : vm["model"].as<std::string>();
   ckjit::gguf::GgufFile file = ckjit::gguf::GgufFile::open(model_path);
   ckjit::graph::read_hparams(file);  // architecture and keys first: clearer errors than the tokenizer's
   ckjit::tok::Tokenizer tok(ckjit::tok::vocab_from_gguf(file));
@@ -150,6 +179,7 @@ int run_main(const std::vector<std::string>& args) {
   // ---- prompt ----
   std::string prompt = vm.count("prompt") ? vm["prompt"].as<std::string>()
                        : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
+                       : embedded_default ? std::string("The quick brown fox")
                                           : std::string();
   if (vm.count("chat")) {
     std::vector<ckjit::tok::ChatMessage> msgs;

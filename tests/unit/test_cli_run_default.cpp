@@ -1,0 +1,28 @@
+// `ckjit run` with no model: the embedded default (a synthesized tiny model) runs end to end.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "tests/unit/cli_run.h"
+
+TEST_SUITE("decoder") {
+
+TEST_CASE("ckjit run without -m synthesizes and runs the embedded default model") {
+  namespace fs = std::filesystem;
+  fs::path cache = fs::temp_directory_path() / ("ckjit_default_model_" + std::to_string(::getpid()));
+  fs::remove_all(cache);
+  std::string env = "XDG_CACHE_HOME='" + cache.string() + "'";
+  auto first = run_ckjit("run -n 6", env);
+  CHECK(first.status == 0);
+  CHECK(first.output.find("embedded default") != std::string::npos);
+  CHECK(first.output.find("synthesizing the default model") != std::string::npos);
+  CHECK(first.output.find("timing: load") != std::string::npos);
+  CHECK(fs::exists(cache / "ckjit" / "default-model"));
+  auto second = run_ckjit("run -n 3 -p 'Hello'", env);  // cached: no second synthesis
+  CHECK(second.status == 0);
+  CHECK(second.output.find("synthesizing") == std::string::npos);
+  CHECK(second.output.find("decode") != std::string::npos);
+  fs::remove_all(cache);
+}
+
+}  // TEST_SUITE
