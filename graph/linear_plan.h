@@ -4,9 +4,10 @@
 // at M = 1, the fused Gate-Up SwiGLU — taking the tuned profile's entry measured by the JIT runner
 // when one matches, else the cost model's choice. run_planned() cuts an m x n output into the
 // plan's tasks (planner::TaskGrid) and, inside a task, into mc x nc tiles in the plan's loop
-// order; a plan for fewer threads than the pool has uses only that many tasks at a time.
+// order; a plan for fewer threads than the pool has keeps only that many workers busy.
 // Tiling changes which tile computes an output, never the float order inside one output.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,8 +48,12 @@ class LinearPlanner {
   std::map<std::string, std::string> fallbacks_;
 };
 
-// Calls tile_fn(jit::Tile) for every mc x nc tile of an m x n output, cut into tasks as `t` says;
-// at most t.threads tasks run at once.
+// Calls tile_fn(jit::Tile) for every tile of an m x n output cut as `t` says: the plan's tasks
+// (planner::TaskGrid: nc-wide column strips, or mc-high row strips), tiles of at most mc x nc in
+// the plan's loop order inside a task, at most t.threads workers busy. Each task is cut further
+// into about 4 pieces per busy worker along its split axis (aligned to the register block) that
+// the workers take dynamically: the run's cores are shared (other processes, SMT siblings), and
+// one preempted worker holding a whole strip would stall every op.
 template <class F>
 void run_planned(Workers& pool, const Tiling& t, int64_t m, int64_t n, const F& tile_fn) {
   OpShape s;
@@ -56,8 +61,19 @@ void run_planned(Workers& pool, const Tiling& t, int64_t m, int64_t n, const F& 
   s.n = n;
   const planner::TaskGrid grid{s, t};
   const size_t tasks = grid.tasks();
-  auto run_task = [&](size_t task) {
-    const planner::Range rows = grid.rows(task), cols = grid.cols(task);
+  const int threads = std::max(1, std::min(t.threads, pool.size()));
+  const size_t sub = std::max<size_t>(1, (4 * size_t(threads) + tasks - 1) / tasks);
+  const size_t pieces = tasks * sub;
+  auto run_piece = [&](size_t piece) {
+    const size_t task = piece / sub, part = piece % sub;
+    planner::Range rows = grid.rows(task), cols = grid.cols(task);
+    if (t.split == SplitAxis::n) {
+      const Range r = split_range(cols.end - cols.begin, int64_t(sub), int64_t(part), t.nr);
+      cols = {cols.begin + r.begin, cols.begin + r.end};
+    } else {
+      const Range r = split_range(rows.end - rows.begin, int64_t(sub), int64_t(part), t.mr);
+      rows = {rows.begin + r.begin, rows.begin + r.end};
+    }
     auto tile = [&](int64_t i, int64_t j) {
       tile_fn(jit::Tile{i, std::min(i + t.mc, rows.end), j, std::min(j + t.nc, cols.end)});
     };
@@ -69,14 +85,14 @@ void run_planned(Workers& pool, const Tiling& t, int64_t m, int64_t n, const F& 
         for (int64_t j = cols.begin; j < cols.end; j += t.nc) tile(i, j);
     }
   };
-  const size_t active = std::min<size_t>(tasks, size_t(std::max(1, std::min(t.threads, pool.size()))));
-  if (active >= size_t(pool.size()) || active == tasks) {
-    pool.run(tasks, [&](size_t task, int) { run_task(task); });
+  if (threads >= pool.size()) {
+    pool.run(pieces, [&](size_t piece, int) { run_piece(piece); });
     return;
   }
-  // Fewer threads than the pool: `active` strands, each taking every active-th task.
-  pool.run(active, [&](size_t w, int) {
-    for (size_t task = w; task < tasks; task += active) run_task(task);
+  // A plan for fewer threads than the pool: that many workers share the pieces.
+  std::atomic<size_t> next{0};
+  pool.run(size_t(threads), [&](size_t, int) {
+    for (size_t piece; (piece = next.fetch_add(1, std::memory_order_relaxed)) < pieces;) run_piece(piece);
   });
 }
 
