@@ -27,7 +27,14 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
   opt_.n_ubatch = std::min(opt_.n_ubatch, opt_.n_ctx);
   if (hp_.head_dim % 8 != 0) throw Error(f.name() + ": head dim " + std::to_string(hp_.head_dim) + " is not a multiple of 8");
 
+  if (!opt_.linear.planner && opt_.linear.allow_jit) {
+    own_planner_ = std::make_unique<LinearPlanner>(topo::detect_machine(), pool_.size());
+    opt_.linear.planner = own_planner_.get();
+  }
+  opt_.linear.plan_rows = opt_.n_ubatch;
   const LinearSetup& ls = opt_.linear;
+  LinearSetup gate_setup = ls;
+  gate_setup.plan_swiglu = true;
   for (const LayerTensors& t : tensors_.layers) {
     Layer L;
     L.attn_norm = f32_data(t.attn_norm);
@@ -38,7 +45,7 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
     L.wk = std::make_unique<Linear>(*t.wk, ls);
     L.wv = std::make_unique<Linear>(*t.wv, ls);
     L.wo = std::make_unique<Linear>(*t.wo, ls);
-    L.gate = std::make_unique<Linear>(*t.gate, ls);
+    L.gate = std::make_unique<Linear>(*t.gate, gate_setup);
     L.up = std::make_unique<Linear>(*t.up, ls);
     L.down = std::make_unique<Linear>(*t.down, ls);
     layers_.push_back(std::move(L));
@@ -76,6 +83,11 @@ Decoder::Decoder(const gguf::GgufFile& f, const DecoderOptions& options, Workers
 }
 
 Decoder::~Decoder() = default;
+
+std::vector<std::string> Decoder::plan_report() const {
+  if (!opt_.linear.planner) return {"plans: none (no JIT kernels)"};
+  return opt_.linear.planner->report();
+}
 
 std::vector<std::string> Decoder::dtype_report() const {
   // Group by (role, description) so the report stays one line per kind of weight.

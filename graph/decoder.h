@@ -25,6 +25,8 @@ struct DecoderOptions {
   int64_t n_ctx = 4096;
   int64_t n_ubatch = 512;   // rows per prefill chunk
   bool all_logits = false;  // keep logits of every row of a chunk (tests, perplexity)
+  // linear.planner may be left null: the decoder then plans with the cost model alone (no profile)
+  // for the pool's size; linear.plan_rows is set to n_ubatch either way.
   LinearSetup linear;
 };
 
@@ -45,6 +47,8 @@ class Decoder {
 
   // One line per weight tensor type: count, shape, and the kernel path it takes.
   std::vector<std::string> dtype_report() const;
+  // One line per distinct Linear op shape: the plan used and whether the profile or the cost model chose it.
+  std::vector<std::string> plan_report() const;
   size_t arena_bytes() const { return arena_.bytes(); }
   size_t kv_bytes() const { return kv_->bytes(); }
 
@@ -57,6 +61,7 @@ class Decoder {
   Hparams hp_;
   DecoderOptions opt_;
   Workers& pool_;
+  std::unique_ptr<LinearPlanner> own_planner_;  // when options.linear.planner is null
   ModelTensors tensors_;
   std::vector<Layer> layers_;
   std::unique_ptr<Linear> lm_head_;

@@ -97,7 +97,47 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
   kn.swiglu = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::SwiGLU, Epilogue::SwiGLU));
   if (!kn.gemm || !kn.gemv || !kn.gemm_res || !kn.gemv_res) return;
   packed_ = repack(t, jit::panel_cols(isa_), setup.repack_threads);
-  if (packed_) kern_ = kn;
+  if (!packed_) return;
+  kern_ = kn;
+  if (!setup.planner) return;
+  LinearPlanner& lp = *setup.planner;
+  const int64_t rows = std::max<int64_t>(1, setup.plan_rows);
+  // Only the ops this weight will run through the JIT kernels (not the llama-order exact paths).
+  const bool exact_rows = exact_decode_dot() && (wtype_ == TensorType::Q8_0 || llama_prefill_);
+  if (!exact_rows) plan_gemm_ = planned(lp, OpShape{OpKind::gemm, wtype_, rows, n_, k_});
+  if (!exact_decode_dot()) plan_gemv_ = planned(lp, OpShape{OpKind::gemv, wtype_, 1, n_, k_});
+  if (kn.swiglu && setup.plan_swiglu) {
+    const bool llama_swiglu = llama_order_ && swiglu_llama_available() && n_ % 16 == 0;
+    if (!(llama_prefill_ && llama_swiglu))
+      plan_swiglu_m_ = planned(lp, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_});
+    if (!llama_swiglu) plan_swiglu_1_ = planned(lp, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_});
+  }
+}
+
+// The kernels for the planner's plan of `shape`; empty (the fixed blocks are used) when the plan
+// names no JIT kernel for this weight, another ISA, or a block the emitters reject.
+Linear::Planned Linear::planned(LinearPlanner& lp, const OpShape& shape) const {
+  Planned out;
+  try {
+    const planner::Plan& p = lp.plan(shape);
+    KernelSpec spec = planner::jit_spec_for(p);
+    if (spec.isa != isa_) {
+      lp.note_fallback(shape, std::string("plan is for ") + jit::isa_name(spec.isa) + ", the run uses " + jit::isa_name(isa_));
+      return out;
+    }
+    spec.nc = 0;  // a hint only: one kernel serves every nc
+    if (shape.kind == OpKind::gemv) spec.m_max = 1;
+    out.store = &jit::global_code_cache().get(spec);
+    if (shape.kind != OpKind::gate_up_swiglu) {
+      spec.epilogue = Epilogue::ResidualAdd;
+      out.residual = &jit::global_code_cache().get(spec);
+    }
+    out.tiling = p.tiling;
+  } catch (const Error& e) {
+    lp.note_fallback(shape, e.what());
+    return Planned{};
+  }
+  return out;
 }
 
 int64_t Linear::act_row_bytes() const { return graph::act_row_bytes(atype_, k_); }
@@ -106,7 +146,8 @@ std::string Linear::describe() const {
   std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
   if (packed_)
-    return s + "jit " + jit::isa_name(isa_) + " (gemm " + kern_.gemm->spec().to_string() + "; gemv mr=1,nr=4)" +
+    return s + "jit " + jit::isa_name(isa_) + " (gemm " + (plan_gemm_ ? plan_gemm_.store : kern_.gemm)->spec().to_string() +
+           "; gemv " + (plan_gemv_ ? plan_gemv_.store : kern_.gemv)->spec().to_string() + ")" +
            (exact_decode_dot() ? std::string("; decode: AVX2 ") +
                                       (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order"
                                 : std::string());
@@ -187,7 +228,9 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
     return exact_gemv(pool, xq, m, y, ldy, residual);
   if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
   const bool single = m == 1;
-  const jit::JitKernel* k = residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
+  const Planned& pl = single ? plan_gemv_ : plan_gemm_;
+  const jit::JitKernel* k = pl ? (residual ? pl.residual : pl.store)
+                               : residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
   jit::MatmulOperands op;
   op.w = packed_.get();
   op.x = xq;
@@ -196,6 +239,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   op.ldy = ldy * 4;
   op.r = residual;
   op.ldr = ldy * 4;
+  if (pl) return run_planned(pool, pl.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
   const int64_t align = int64_t(packed_->panel) * k->spec().nr;
   const TileGrid g = grid(m, n_, align, pool.size());
   pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
@@ -235,7 +279,8 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     });
     return;
   }
-  const jit::JitKernel* k = gate.kern_.swiglu;
+  const Planned& pl = m == 1 ? gate.plan_swiglu_1_ : gate.plan_swiglu_m_;
+  const jit::JitKernel* k = pl ? pl.store : gate.kern_.swiglu;
   jit::MatmulOperands op;
   op.w = gate.packed_.get();
   op.w2 = up.packed_.get();
@@ -243,6 +288,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   op.ldx = gate.act_row_bytes();
   op.y = y;
   op.ldy = ldy * 4;
+  if (pl) return run_planned(pool, pl.tiling, m, gate.n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
   const int64_t align = int64_t(gate.packed_->panel) * k->spec().nr;
   const TileGrid g = grid(m, gate.n_, align, pool.size());
   pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {

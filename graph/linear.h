@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "graph/linear_plan.h"
 #include "graph/workers.h"
 #include "jit/code_cache.h"
 #include "jit/packed_weights.h"
@@ -28,6 +29,11 @@ struct LinearSetup {
   // (slower prefill for Q6_K weights). Needs llama_decode_order.
   bool llama_prefill_order = false;
   int repack_threads = 1;
+  // Register blocks, tile sizes and task split come from this planner's plans (prefill GEMM at
+  // M = plan_rows, decode GEMV at M = 1, fused SwiGLU); nullptr: the fixed blocks of spec_for.
+  LinearPlanner* planner = nullptr;
+  int64_t plan_rows = 512;
+  bool plan_swiglu = false;  // this weight is a Gate-Up pair's gate: also plan the fused SwiGLU
 };
 
 class Linear {
@@ -58,6 +64,13 @@ class Linear {
   static bool fused_swiglu(const Linear& gate, const Linear& up);
 
  private:
+  // A plan's kernels (store and residual-add epilogues, or the SwiGLU one) and its tiling.
+  struct Planned {
+    const jit::JitKernel *store = nullptr, *residual = nullptr;
+    Tiling tiling;
+    explicit operator bool() const { return store != nullptr; }
+  };
+  Planned planned(LinearPlanner& p, const OpShape& shape) const;
   struct Kernels {
     const jit::JitKernel *gemm = nullptr, *gemv = nullptr, *gemm_res = nullptr, *gemv_res = nullptr;
     const jit::JitKernel *swiglu = nullptr, *swiglu_v = nullptr;
@@ -77,6 +90,7 @@ class Linear {
   int64_t raw_row_bytes_ = 0;
   std::unique_ptr<jit::PackedWeights> packed_;
   Kernels kern_;
+  Planned plan_gemm_, plan_gemv_, plan_swiglu_m_, plan_swiglu_1_;
 };
 
 // Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),

@@ -137,8 +137,12 @@ int run_main(const std::vector<std::string>& args) {
   if (threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
   // A stale, corrupt or foreign profile is reported and ignored, never fatal.
+  ckjit::ProfileLoad profile_load;
   if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
-  else std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(ckjit::load_profile_for(machine)).c_str());
+  else {
+    profile_load = ckjit::load_profile_for(machine);
+    std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(profile_load).c_str());
+  }
   const bool embedded_default = !vm.count("model");
   if (embedded_default)
     std::fprintf(stderr, "run: no -m given: using the embedded default, a tiny random-weight Qwen3-VL model "
@@ -160,6 +164,10 @@ int run_main(const std::vector<std::string>& args) {
   dopt.linear.llama_prefill_order = vm.count("llama-order") > 0;
   if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
   dopt.linear.repack_threads = threads;
+  // The Linear ops take their register blocks, tiles and task split from the planner: the profile's
+  // entry for a shape when there is one, the cost model otherwise.
+  ckjit::graph::LinearPlanner planner(machine, pool.size(), profile_load.profile, profile_load.path);
+  dopt.linear.planner = &planner;
   ckjit::graph::Decoder dec(file, dopt, pool);
   const auto& hp = dec.hparams();
   if (tok.n_tokens() > hp.n_vocab)
@@ -172,6 +180,7 @@ int run_main(const std::vector<std::string>& args) {
                  (long long)hp.n_head_kv, (long long)hp.head_dim, (long long)hp.n_vocab,
                  hp.tied_output ? "tied" : "untied");
     for (const auto& line : dec.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
+    for (const auto& line : dec.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
     std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
                  dec.arena_bytes() / 1048576.0, dec.kv_bytes() / 1048576.0, pool.size());
   }
