@@ -10,15 +10,13 @@ namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 // The JIT kernels' measured in-cache rate over what the register model predicts for the block it
-// was measured with, at the planner's own int8 peak (perf/RESULTS.md, zen4, 1 thread): Q4_K
-// SwiGLU/GEMM with mr=6 x 2 streams run at 172 GMAC/s per core (73% of the 235 GMAC/s that
-// bench_kernels' vpdpbusd loop reached); the planner's zen4 peak is 530 GMAC/s per core (the peak
-// probe measures 473 here: two vpdpbusd zmm per cycle), and e_reg for the block is
-// 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 172 / (530 x 0.75) = 0.43 of the
-// model's figure (sub-block scale multiplies, float updates and the one-per-cycle vpdpbusd issue
-// the register model does not count). The other types are not measured in isolation yet and use
-// the same factor.
-constexpr double kJitKernelEfficiency = 0.43;
+// was measured with (perf/RESULTS.md, zen4, 1 thread): Q4_K SwiGLU/GEMM with mr=6 x 2 streams run
+// at 172 GMAC/s per core against a vpdpbusd zmm peak of 235 (one per cycle), and e_reg for the
+// block is 12 dots / (12 + 2 x 2 unpack ops) = 0.75, so the kernel keeps 172 / (235 x 0.75) = 0.976
+// of the model's figure (the unpack ops are nearly free on zen4; sub-block scale multiplies and
+// float updates, which the register model does not count, take the rest). The other types are
+// not measured in isolation yet and use the same factor.
+constexpr double kJitKernelEfficiency = 0.976;
 
 void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
   const bool has_kernels = wtype == TensorType::Q4_K || wtype == TensorType::Q5_K || wtype == TensorType::Q6_K ||

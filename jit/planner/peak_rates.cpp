@@ -24,12 +24,12 @@ PeakRates default_peak_rates(const topo::Machine& m) {
   PeakRates r;
   const topo::Isa& isa = m.isa;
   if (m.uarch == "zen4" && isa.avx512vnni) {
-    // Measured on the development machine (EPYC zen4, 2 cores): vpdpbusd zmm 530 GMAC/s per core,
-    // DRAM 44 GB/s. bf16/f32 scale by MACs per instruction on the same pipes (32 and 16 per zmm);
+    // Measured on the development machine (EPYC zen4, 2 cores): one vpdpbusd zmm per cycle,
+    // 235 GMAC/s per core; vdpbf16ps zmm 118, vfmadd zmm 59 (the same one-per-cycle issue);
     // cache bandwidths are zen4's per-cycle widths (L1 2x64 B, L2 64 B, L3 32 B) at ~4 GHz.
-    r.int8_gmacs_per_core = 530;
-    r.bf16_gmacs_per_core = isa.avx512bf16 ? 265 : 0;
-    r.f32_gmacs_per_core = 132;
+    r.int8_gmacs_per_core = 235;
+    r.bf16_gmacs_per_core = isa.avx512bf16 ? 118 : 0;
+    r.f32_gmacs_per_core = 59;
     r.l1_gbps_per_core = 500;
     r.l2_gbps_per_core = 250;
     r.l3_gbps_per_core = 120;
@@ -41,7 +41,7 @@ PeakRates default_peak_rates(const topo::Machine& m) {
     r.task_us = 1.5;
     // Same benchmark: 1 weight stream per core 45 GB/s, 2 streams 34, 4 streams 29 (2 threads).
     r.dram_stream_penalty = 0.8;
-    r.source = "defaults for zen4 (measured on the dev machine: int8 530 GMAC/s/core, DRAM 44 GB/s)";
+    r.source = "defaults for zen4 (measured on the dev machine: int8 235 GMAC/s/core, DRAM 44 GB/s)";
     return r;
   }
   // Unknown uarch: per-cycle widths from the ISA at an assumed 3 GHz, two vector pipes.
