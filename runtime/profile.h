@@ -56,7 +56,8 @@ struct MeasuredPeaks {
 };
 
 struct Profile {
-  static constexpr int kVersion = 1;
+  // 2: peaks from the Xbyak probes (version 1 profiles hold a vpdpbusd rate twice the real one).
+  static constexpr int kVersion = 2;
   MachineIdentity machine;
   std::string created_utc;      // ISO 8601
   std::optional<MeasuredPeaks> peaks;
