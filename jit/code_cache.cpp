@@ -18,6 +18,19 @@ JitKernel::JitKernel(std::unique_ptr<Emitter> code) : code_(std::move(code)) {
   code_->ready(Xbyak::CodeArray::PROTECT_RE);
   entry_ = code_->getCode();
   runnable_ = isa_runs(code_->spec().isa, runtime_isa());
+  if (std::getenv("CKJIT_PERF_MAP")) add_to_perf_map();
+}
+
+// `perf report` names JIT code from /tmp/perf-<pid>.map ("start size name" per line).
+void JitKernel::add_to_perf_map() const {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
+    std::fprintf(f, "%llx %zx ckjit[%s]\n", (unsigned long long)(uintptr_t)entry_, code_->getSize(),
+                 spec().to_string().c_str());
+    std::fclose(f);
+  }
 }
 
 void JitKernel::require_runnable() const {

@@ -26,6 +26,8 @@ class JitKernel {
   template <class Fn> Fn as() const { return reinterpret_cast<Fn>(const_cast<void*>(entry_)); }
 
  private:
+  // CKJIT_PERF_MAP=1: lists the kernel in /tmp/perf-<pid>.map so `perf report` can name it.
+  void add_to_perf_map() const;
   std::unique_ptr<Emitter> code_;
   const void* entry_ = nullptr;
   bool runnable_ = false;
