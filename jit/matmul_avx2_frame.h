@@ -1,7 +1,9 @@
 #pragma once
-// Shared scaffolding of the AVX2 (ymm, 8-row panel) matmul emitters, the AVX2 counterpart of
-// matmul_avx512_frame.h: loops over column groups and row blocks with tails, float accumulators
-// on the stack, epilogues (store, residual, SwiGLU). A derived emitter emits one super-block.
+// Shared scaffolding of the ymm (8-row panel) matmul emitters of the AVX2 and AVX-VNNI paths, the
+// counterpart of matmul_avx512_frame.h: loops over column groups and row blocks with tails, float
+// accumulators on the stack, epilogues (store, residual, SwiGLU). A derived emitter emits one
+// super-block; with vnni_ it uses vpdpbusd / vpdpwssd (dot_bytes / dot_words) in the encoding the
+// spec names, everything else is the same VEX code on both paths.
 #include <bit>
 
 #include "jit/emitter.h"
@@ -29,10 +31,18 @@ class MatmulAvx2Frame : public Emitter {
     np_ = swiglu_ ? s.nr / 2 : s.nr;
     nb_ = int(s.k / k_block);
     ps_ = int64_t(nb_) * block_bytes;
-    std::string why = register_block_problem(IsaPath::Avx2, s.op, s.mr, s.nr);
-    if (!why.empty()) throw Error("avx2 matmul kernel: " + why);
-    if (ps_ * np_ > (int64_t(1) << 30)) throw Error("avx2 matmul kernel: k too large");
+    if (!is_ymm_path(s.isa)) throw Error(std::string("ymm matmul kernel: not a ymm path: ") + isa_name(s.isa));
+    vnni_ = s.isa == IsaPath::AvxVnni;
+    enc_ = s.enc == VnniEncoding::Evex ? Xbyak::EvexEncoding : Xbyak::VexEncoding;
+    std::string why = register_block_problem(s.isa, s.op, s.mr, s.nr);
+    if (!why.empty()) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: " + why);
+    if (ps_ * np_ > (int64_t(1) << 30)) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: k too large");
   }
+
+  // acc += Σ4 u8·s8 per dword lane (vpdpbusd; no saturation) and acc += Σ2 s16·s16 (vpdpwssd).
+  // Only the AvxVnni path calls them; enc_ picks VEX (AVX-VNNI) or EVEX (AVX512-VNNI + VL).
+  void dot_bytes(const Ymm& acc, const Ymm& u8, const Xbyak::Operand& s8) { vpdpbusd(acc, u8, s8, enc_); }
+  void dot_words(const Ymm& acc, const Ymm& a, const Xbyak::Operand& b) { vpdpwssd(acc, a, b, enc_); }
 
   // One super-block of an mr x ns tile; must leave the float accumulators updated.
   // Registers: U/S per (row, stream), W per stream, yA, yT, yMask (0x0F bytes).
@@ -40,6 +50,8 @@ class MatmulAvx2Frame : public Emitter {
 
   int64_t block_bytes_;
   bool min_acc_;
+  bool vnni_ = false;  // AvxVnni path: derived emitters emit their vpdpbusd super-block
+  Xbyak::PreferredEncoding enc_ = Xbyak::VexEncoding;
   bool swiglu_ = false;
   int mr_ = 0, np_ = 0, nb_ = 0;
   int64_t ps_ = 0;
@@ -58,8 +70,9 @@ class MatmulAvx2Frame : public Emitter {
   int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
   int frame() const { return acc_bytes() + 128; }
 
-  // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums) and S (int32) per
-  // (row, stream), W per stream, then yA (activation broadcast), yT (temp), yMask (0x0F bytes).
+  // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums; int32 ones on the VNNI
+  // path) and S (int32) per (row, stream), W per stream, then yA (activation broadcast), yT
+  // (temp), yMask (0x0F bytes).
   Ymm U(int m, int st, int ns) const { return Ymm(m * ns + st); }
   Ymm S(int m, int st, int ns) const { return Ymm(mr_ * ns + m * ns + st); }
   Ymm W(int st, int ns) const { return Ymm(2 * mr_ * ns + st); }
@@ -165,6 +178,7 @@ class MatmulAvx2Frame : public Emitter {
     dd(127);         // 2
     for (float v : f) dd(std::bit_cast<uint32_t>(v));  // 3..8
     for (float v : kExpPoly) dd(std::bit_cast<uint32_t>(v));  // 9..16
+    dd(0x80808080);  // 17: byte bias of the Q8_0 VNNI kernel
     align(32);
     L(iota_);
     for (int i = 0; i < 8; ++i) dd(uint32_t(i));
