@@ -109,9 +109,13 @@ std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
   if (mr < 1 || mr > 6) return "mr must be 1..6";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
   if (op == Op::SwiGLU && nr % 2 != 0) return "swiglu needs an even nr (gate and up panels in pairs)";
+  // AVX-VNNI keeps one accumulator register per (row, stream) (its int32 sums go to the stack).
+  const int accs = isa == IsaPath::AvxVnni ? 1 : 2;
   const int budget = is_ymm_path(isa) ? 13 : 27;
-  if (2 * mr * nr + nr > budget)
-    return "mr*nr too large: 2*mr*nr + nr = " + std::to_string(2 * mr * nr + nr) + " > " + std::to_string(budget) +
+  const int need = accs * mr * nr + nr;
+  const std::string formula = accs == 1 ? "mr*nr + nr = " : "2*mr*nr + nr = ";
+  if (need > budget)
+    return "mr*nr too large: " + formula + std::to_string(need) + " > " + std::to_string(budget) +
            (is_ymm_path(isa) ? " (16 ymm registers)" : " (32 zmm registers)");
   return "";
 }

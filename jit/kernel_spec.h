@@ -63,9 +63,10 @@ inline int panel_cols(IsaPath isa) { return is_ymm_path(isa) ? 8 : 16; }
 // The register-block rule of the vector matmul emitters, in one place (the emitters, validate()
 // and the planner's candidate generator all ask it): an mr x nr block (nr = weight streams; SwiGLU
 // streams come in gate/up pairs) keeps 2 accumulators per (row, stream) plus one register per
-// stream, so AVX-512 needs 2*mr*nr + nr <= 27 of its 32 zmm and AVX2 / AVX-VNNI 2*mr*nr + nr <= 13
-// of their 16 ymm (the rest hold masks, scales and the broadcast); mr <= 6 (the frames' stack layout) and
-// nr <= 4. Returns "" when the block fits, else why not. AMX tiles have their own rule (mr = 16).
+// stream, so AVX-512 needs 2*mr*nr + nr <= 27 of its 32 zmm and AVX2 2*mr*nr + nr <= 13 of its 16
+// ymm (the rest hold masks, scales and the broadcast); AVX-VNNI keeps one accumulator per (row,
+// stream): mr*nr + nr <= 13. mr <= 6 (the frames' stack layout) and nr <= 4. Returns "" when the
+// block fits, else why not. AMX tiles have their own rule (mr = 16).
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr);
 
 }  // namespace ckjit::jit

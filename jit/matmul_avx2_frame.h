@@ -66,16 +66,32 @@ class MatmulAvx2Frame : public Emitter {
   int off_ldr_mr() const { return acc_bytes() + 32; }
   int off_ldy() const { return acc_bytes() + 40; }
   int off_ldr() const { return acc_bytes() + 48; }
+  int off_saved_rsp() const { return acc_bytes() + 56; }
   int off_tailmask() const { return acc_bytes() + 64; }   // 8 dwords: lanes < n%8 (all when 0)
   int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
-  int frame() const { return acc_bytes() + 128; }
+  // VNNI path: the running int32 super-block sum S per (row, stream) lives here, not in a register.
+  int off_isum(int m, int st, int ns) const { return acc_bytes() + 128 + (m * ns + st) * 32; }
+  int frame() const { return acc_bytes() + 128 + 6 * 4 * 32; }
 
   // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums; int32 ones on the VNNI
   // path) and S (int32) per (row, stream), W per stream, then yA (activation broadcast), yT
   // (temp), yMask (0x0F bytes).
+  // The VNNI path keeps one register per (row, stream), U, and S on the stack (off_isum): vpdpbusd
+  // needs no int16 stage, so the freed registers buy taller row blocks (register_block_problem).
   Ymm U(int m, int st, int ns) const { return Ymm(m * ns + st); }
-  Ymm S(int m, int st, int ns) const { return Ymm(mr_ * ns + m * ns + st); }
-  Ymm W(int st, int ns) const { return Ymm(2 * mr_ * ns + st); }
+  Ymm S(int m, int st, int ns) const {
+    if (vnni_) throw Error("ymm matmul kernel: the VNNI path keeps S on the stack");  // emitter bug
+    return Ymm(mr_ * ns + m * ns + st);
+  }
+  Ymm W(int st, int ns) const { return Ymm((vnni_ ? 1 : 2) * mr_ * ns + st); }
+
+  // VNNI path: S(m, st) += U(m, st) * W(st) (vpmulld: the sub-block scale) with S in its stack slot.
+  // `keep` (last sub-block) leaves the finished S in U instead of storing it.
+  void vnni_scale_add(int m, int st, int ns, bool first, bool keep) {
+    vpmulld(U(m, st, ns), U(m, st, ns), W(st, ns));
+    if (!first) vpaddd(U(m, st, ns), U(m, st, ns), ptr[rsp + off_isum(m, st, ns)]);
+    if (!keep) vmovdqu(ptr[rsp + off_isum(m, st, ns)], U(m, st, ns));
+  }
   const Ymm yA{13}, yT{14}, yMask{15};
 
   RegExp stream(int st, int64_t off) const {
@@ -96,7 +112,12 @@ class MatmulAvx2Frame : public Emitter {
   void generate() {
     const Reg64 args = rdi;
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    // A 64-byte aligned frame: the stack slots are read and written every sub-block, and a
+    // misaligned ymm access may split a cache line.
+    mov(rax, rsp);
     sub(rsp, frame());
+    and_(rsp, -64);
+    mov(ptr[rsp + off_saved_rsp()], rax);
     mov(r11, ptr[args + 24]);
     mov(rax, ptr[args + 32]);
     mov(ptr[rsp + off_ygroup()], rax);
@@ -163,7 +184,7 @@ class MatmulAvx2Frame : public Emitter {
     }
     L(done);
     vzeroupper();
-    add(rsp, frame());
+    mov(rsp, ptr[rsp + off_saved_rsp()]);
     for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
     ret();
     emit_constants();
@@ -250,11 +271,12 @@ class MatmulAvx2Frame : public Emitter {
   virtual void emit_load_act_scale(const Ymm& y, int m) { vbroadcastss(y, ptr[xrow(m, 0)]); }
 
   // acc = fma(float(v), f16(d)*D, acc) per (row, stream); v = S (or U into the min accumulator).
+  // On the VNNI path v is always U: the caller leaves S (or M) there first.
   void emit_float_update(int mr, int ns, bool mins, int64_t d_off) {
     for (int st = 0; st < ns; ++st) vcvtph2ps(W(st, ns), ptr[stream(st, d_off)]);
     for (int m = 0; m < mr; ++m) {
       for (int st = 0; st < ns; ++st) {
-        Ymm v = mins ? U(m, st, ns) : S(m, st, ns);
+        Ymm v = mins || vnni_ ? U(m, st, ns) : S(m, st, ns);
         int off = off_acc(m, st, ns, mins);
         emit_load_act_scale(yA, m);
         vmulps(yA, W(st, ns), yA);

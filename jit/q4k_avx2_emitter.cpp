@@ -7,7 +7,8 @@
 //   acc = fma(float(S), f16(d)·D, acc); accm = fma(float(M), f16(dmin)·D, accm); y = acc − accm.
 // AVX-VNNI (isa=avxvnni) runs the AVX-512 kernel's scheme on ymm instead: vpdpbusd sums each
 // 32-element sub-block in int32 (low nibbles as q, high ones in place as 16·q), vpmulld applies
-// the scale (16·sc for low nibbles), S >> 4 at the end; the min term is vpdpwssd-accumulated.
+// the scale (16·sc for low nibbles) and adds into S on the stack, S >> 4 at the end; the min term
+// is vpdpwssd-accumulated.
 // Same exact S and M, hence the same bits.
 #include "jit/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
@@ -28,10 +29,10 @@ class KMinAvx2 : public MatmulAvx2Frame {
   const Layout L_{8};
 
   void emit_superblock(int mr, int ns) override {
-    if (vnni_) emit_dots_vnni(mr, ns);
+    if (vnni_) emit_dots_vnni(mr, ns);  // leaves S in U
     else emit_dots_madd(mr, ns);
-    emit_min_term(mr, ns);
     emit_float_update(mr, ns, false, L_.d());
+    emit_min_term(mr, ns);
     emit_float_update(mr, ns, true, L_.dmin());
   }
 
@@ -55,18 +56,11 @@ class KMinAvx2 : public MatmulAvx2Frame {
         if (kNibbles && s % 2 == 0) vpslld(W(st, ns), W(st, ns), 4);
       }
       for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) {
-          if (s == 0) {
-            vpmulld(S(m, st, ns), U(m, st, ns), W(st, ns));
-          } else {
-            vpmulld(U(m, st, ns), U(m, st, ns), W(st, ns));
-            vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-          }
-        }
+        for (int st = 0; st < ns; ++st) vnni_scale_add(m, st, ns, s == 0, s == 7);
     }
     if (kNibbles)
       for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpsrad(S(m, st, ns), S(m, st, ns), 4);
+        for (int st = 0; st < ns; ++st) vpsrad(U(m, st, ns), U(m, st, ns), 4);
   }
 
   void emit_dots_madd(int mr, int ns) {

@@ -2,8 +2,8 @@
 // (q6k_avx512_emitter.cpp). vpmaddubsw pair sums of u (0..63) x r are <= 2·63·127, so two quads
 // (8 elements) are added in int16 (<= 32004, exact) before vpmaddwd applies the signed scale
 // pair (sc_t, sc_t) of the 16-element sub-block t. On AVX-VNNI (isa=avxvnni) vpdpbusd sums the
-// 16 elements of t in int32 and vpmulld applies the signed sc_t, as in the AVX-512 kernel; the
-// bsums term is vpdpwssd-accumulated. Same exact S either way.
+// 16 elements of t in int32 and vpmulld applies the signed sc_t, as in the AVX-512 kernel (S is
+// kept on the stack); the bsums term is vpdpwssd-accumulated. Same exact S either way.
 #include "jit/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
 
@@ -56,14 +56,7 @@ class Q6KAvx2 : public MatmulAvx2Frame {
         vpsrad(W(st, ns), W(st, ns), 16);
       }
       for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) {
-          if (t == 0) {
-            vpmulld(S(m, st, ns), U(m, st, ns), W(st, ns));
-          } else {
-            vpmulld(U(m, st, ns), U(m, st, ns), W(st, ns));
-            vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-          }
-        }
+        for (int st = 0; st < ns; ++st) vnni_scale_add(m, st, ns, t == 0, false);
     }
   }
 
@@ -121,7 +114,12 @@ class Q6KAvx2 : public MatmulAvx2Frame {
     for (int m = 0; m < mr; ++m)
       for (int st = 0; st < ns; ++st) {
         vpslld(U(m, st, ns), U(m, st, ns), 5);
-        vpsubd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+        if (vnni_) {  // S from its stack slot; the result stays in U for the float update
+          vmovdqu(yT, ptr[rsp + off_isum(m, st, ns)]);
+          vpsubd(U(m, st, ns), yT, U(m, st, ns));
+        } else {
+          vpsubd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+        }
       }
   }
 };

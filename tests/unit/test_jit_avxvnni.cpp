@@ -70,7 +70,10 @@ TEST_SUITE("jit") {
     CHECK(q4k_spec(Op::Gemm, 2, 2, 256).to_string().find("enc=") == std::string::npos);  // other paths unchanged
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,isa=avx2,mr=2,nr=2,enc=evex"), Error);
     CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,isa=avxvnni,mr=2,nr=2,enc=zmm"), Error);
-    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,isa=avxvnni,mr=4,nr=2"), Error);  // 18 > 13 ymm
+    // One accumulator register per (row, stream): mr*nr + nr <= 13 (AVX2 needs 2*mr*nr + nr).
+    CHECK_NOTHROW(KernelSpec::parse("op=swiglu,k=256,isa=avxvnni,mr=5,nr=2,ep=swiglu"));
+    CHECK_THROWS_AS(KernelSpec::parse("op=swiglu,k=256,isa=avxvnni,mr=6,nr=2,ep=swiglu"), Error);  // 14 > 13
+    CHECK_THROWS_AS(KernelSpec::parse("op=gemm,k=256,isa=avx2,mr=4,nr=2"), Error);
     CHECK(panel_cols(IsaPath::AvxVnni) == 8);
 
     topo::Isa a;
@@ -93,7 +96,7 @@ TEST_SUITE("jit") {
   TEST_CASE("avxvnni VEX and EVEX kernels are emitted for every weight type with the chosen encoding") {
     for (TensorType w : kWeightTypes)
       for (Op op : {Op::Gemm, Op::SwiGLU}) {
-        const int nr = 2, mr = 2;
+        const int nr = 2, mr = 4;
         const JitKernel& vex = global_code_cache().get(vnni_spec(w, op, mr, nr, 512, VnniEncoding::Vex));
         const JitKernel& evex = global_code_cache().get(vnni_spec(w, op, mr, nr, 512, VnniEncoding::Evex));
         CAPTURE(vex.spec().to_string());
@@ -142,13 +145,21 @@ TEST_SUITE("jit") {
       const TensorType q4 = TensorType::Q4_K;
       for (int64_t k : {256, 4096})
         for (int64_t m : {1, 2, 3, 17})
-          for (int64_t n : {5, 21, 100}) check_matmul(vnni_spec(q4, Op::Gemm, 2, 2, k, enc), m, n, uint32_t(k + m + n));
+          for (int64_t n : {5, 21, 100}) {
+            check_matmul(vnni_spec(q4, Op::Gemm, 2, 2, k, enc), m, n, uint32_t(k + m + n));
+            check_matmul(vnni_spec(q4, Op::Gemm, 5, 2, k, enc), m, n, uint32_t(k + m + n + 1));
+          }
       KernelSpec r = vnni_spec(q4, Op::Gemm, 3, 1, 256, enc);
       r.epilogue = Epilogue::ResidualAdd;
       check_matmul(r, 7, 29, 6);
       for (int64_t m : {1, 2, 3}) check_matmul(vnni_spec(q4, Op::Gemv, 1, 4, 2048, enc), m, 37, uint32_t(m));
-      for (int64_t m : {1, 2, 3, 17}) check_matmul(vnni_spec(q4, Op::SwiGLU, 2, 2, 512, enc), m, 27, uint32_t(m * 5));
-      check_matmul(vnni_spec(q4, Op::Gemm, 6, 1, 512, enc), 13, 19, 3);  // widest row block
+      for (int64_t m : {1, 2, 3, 17}) {
+        check_matmul(vnni_spec(q4, Op::SwiGLU, 2, 2, 512, enc), m, 27, uint32_t(m * 5));
+        check_matmul(vnni_spec(q4, Op::SwiGLU, 5, 2, 512, enc), m, 27, uint32_t(m * 5 + 1));
+      }
+      check_matmul(vnni_spec(q4, Op::Gemm, 6, 1, 512, enc), 13, 19, 3);  // tallest row block
+      check_matmul(vnni_spec(q4, Op::Gemm, 3, 3, 512, enc), 7, 61, 4);
+      check_matmul(vnni_spec(q4, Op::SwiGLU, 2, 4, 256, enc), 5, 80, 5);  // two gate/up pairs
     }
   }
 
@@ -158,12 +169,16 @@ TEST_SUITE("jit") {
         const bool q80 = w == TensorType::Q8_0;
         for (int64_t k : {q80 ? int64_t(32) : int64_t(256), int64_t(4096)})
           for (int64_t m : {1, 2, 3, 17})
-            for (int64_t n : {5, 29}) check_matmul(vnni_spec(w, Op::Gemm, 2, 2, k, enc), m, n, uint32_t(k + m + n));
+            for (int64_t n : {5, 29}) {
+              check_matmul(vnni_spec(w, Op::Gemm, 2, 2, k, enc), m, n, uint32_t(k + m + n));
+              check_matmul(vnni_spec(w, Op::Gemm, 4, 2, k, enc), m, n, uint32_t(k + m + n + 1));
+            }
         KernelSpec r = vnni_spec(w, Op::Gemm, 3, 1, 512, enc);
         r.epilogue = Epilogue::ResidualAdd;
         check_matmul(r, 5, 20, 2);
         check_matmul(vnni_spec(w, Op::Gemv, 1, 4, 2048, enc), 1, 100, 3);
         check_matmul(vnni_spec(w, Op::SwiGLU, 2, 2, 512, enc), 3, 17, 4);
+        check_matmul(vnni_spec(w, Op::SwiGLU, 5, 2, 512, enc), 11, 17, 5);
       }
   }
 
@@ -196,7 +211,7 @@ TEST_SUITE("slow") {
   TEST_CASE("Q4_K and Q6_K avxvnni GEMM and SwiGLU at M = 1028") {
     for (VnniEncoding enc : runnable_encodings()) {
       check_matmul(vnni_spec(TensorType::Q4_K, Op::Gemm, 2, 2, 4096, enc), 1028, 21, 9);
-      check_matmul(vnni_spec(TensorType::Q4_K, Op::SwiGLU, 2, 2, 4096, enc), 1028, 19, 10);
+      check_matmul(vnni_spec(TensorType::Q4_K, Op::SwiGLU, 5, 2, 4096, enc), 1028, 19, 10);
       check_matmul(vnni_spec(TensorType::Q6_K, Op::Gemm, 3, 1, 4096, enc), 1028, 13, 11);
     }
   }
