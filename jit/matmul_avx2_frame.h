@@ -71,7 +71,8 @@ class MatmulAvx2Frame : public Emitter {
   int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
   // VNNI path: the running int32 super-block sum S per (row, stream) lives here, not in a register.
   int off_isum(int m, int st, int ns) const { return acc_bytes() + 128 + (m * ns + st) * 32; }
-  int frame() const { return acc_bytes() + 128 + 6 * 4 * 32; }
+  int off_scratch(int m) const { return acc_bytes() + 128 + 6 * 4 * 32 + 32 * m; }  // 32 bytes per row
+  int frame() const { return acc_bytes() + 128 + 6 * 4 * 32 + 6 * 32; }
 
   // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums; int32 ones on the VNNI
   // path) and S (int32) per (row, stream), W per stream, then yA (activation broadcast), yT
