@@ -17,7 +17,8 @@ using jit::Epilogue;
 using jit::KernelSpec;
 using jit::Op;
 
-// Register blocks: GEMM 4 rows x 3 panels, GEMV 1 row x 4 panels; SwiGLU needs an even nr.
+// Register blocks: GEMM 4 rows x 3 panels, GEMV 1 row x 4 panels; SwiGLU needs an even nr. The ymm
+// paths have 16 registers (jit::register_block_problem): AVX2 GEMM/SwiGLU take 2 x 2, AVX-VNNI 4 x 2.
 KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op op, Epilogue ep) {
   KernelSpec s;
   s.op = op;
@@ -29,6 +30,10 @@ KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op 
   const bool single = op == Op::Gemv;
   s.mr = single ? 1 : 4;
   s.nr = op == Op::SwiGLU ? 2 : (single ? 4 : 3);
+  if (jit::is_ymm_path(isa) && !single) {
+    s.mr = isa == jit::IsaPath::AvxVnni ? 4 : 2;
+    s.nr = 2;
+  }
   if (op == Op::Gemv) s.m_max = 1;
   return s;
 }

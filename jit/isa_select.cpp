@@ -11,9 +11,12 @@ topo::Isa runtime_isa() {
   return topo::cap_isa(topo::detect_isa(), cap ? cap : "");
 }
 
-bool isa_runs(IsaPath path, const topo::Isa& isa) {
+bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc) {
   switch (path) {
     case IsaPath::Avx2: return isa.avx2 && isa.fma && isa.f16c;
+    case IsaPath::AvxVnni:
+      return isa_runs(IsaPath::Avx2, isa) &&
+             (enc == VnniEncoding::Vex ? isa.avx_vnni : isa.avx512vl && isa.avx512vnni);
     case IsaPath::Avx512: return isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
     case IsaPath::Amx: return isa.amx_int8 && isa.amx_usable && isa_runs(IsaPath::Avx512, isa);
   }
@@ -23,6 +26,7 @@ bool isa_runs(IsaPath path, const topo::Isa& isa) {
 IsaPath best_isa_path(const topo::Isa& isa) {
   if (isa_runs(IsaPath::Amx, isa)) return IsaPath::Amx;
   if (isa_runs(IsaPath::Avx512, isa)) return IsaPath::Avx512;
+  if (isa_runs(IsaPath::AvxVnni, isa, VnniEncoding::Vex)) return IsaPath::AvxVnni;
   if (isa_runs(IsaPath::Avx2, isa)) return IsaPath::Avx2;
   throw Error("ckjit needs at least AVX2 + FMA + F16C");
 }

@@ -7,8 +7,11 @@ namespace ckjit::jit {
 
 // detect_isa() capped by the CKJIT_MAX_ISA environment variable.
 topo::Isa runtime_isa();
-bool isa_runs(IsaPath path, const topo::Isa& isa);
-// The widest path the ISA runs: amx > avx512 > avx2. Throws ckjit::Error below AVX2.
+// Whether kernels of `path` run on `isa`; enc matters for IsaPath::AvxVnni only (VEX needs
+// AVX-VNNI, the EVEX test variant AVX512-VNNI + AVX512VL).
+bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc = VnniEncoding::Vex);
+// The widest path the ISA runs: amx > avx512 > avxvnni (VEX) > avx2. Throws ckjit::Error below AVX2.
+// Never picks the EVEX AvxVnni variant: where it runs, avx512 runs too and is faster.
 IsaPath best_isa_path(const topo::Isa& isa);
 
 }  // namespace ckjit::jit

@@ -14,7 +14,9 @@ struct Named { E value; const char* name; };
 
 constexpr Named<Op> kOps[] = {{Op::Quantize, "quantize"}, {Op::Gemm, "gemm"}, {Op::Gemv, "gemv"},
                               {Op::SwiGLU, "swiglu"}};
-constexpr Named<IsaPath> kIsas[] = {{IsaPath::Avx2, "avx2"}, {IsaPath::Avx512, "avx512"}, {IsaPath::Amx, "amx"}};
+constexpr Named<IsaPath> kIsas[] = {
+    {IsaPath::Avx2, "avx2"}, {IsaPath::AvxVnni, "avxvnni"}, {IsaPath::Avx512, "avx512"}, {IsaPath::Amx, "amx"}};
+constexpr Named<VnniEncoding> kEncodings[] = {{VnniEncoding::Vex, "vex"}, {VnniEncoding::Evex, "evex"}};
 constexpr Named<Epilogue> kEpilogues[] = {
     {Epilogue::Store, "store"}, {Epilogue::ResidualAdd, "residual"}, {Epilogue::SwiGLU, "swiglu"}};
 constexpr Named<TensorType> kTypes[] = {{TensorType::F32, "f32"},   {TensorType::Q8_0, "q8_0"},
@@ -56,12 +58,15 @@ int parse_small(const std::string& key, const std::string& s) {
 const char* op_name(Op op) { return name_of(kOps, op); }
 const char* isa_name(IsaPath isa) { return name_of(kIsas, isa); }
 const char* epilogue_name(Epilogue e) { return name_of(kEpilogues, e); }
+const char* encoding_name(VnniEncoding e) { return name_of(kEncodings, e); }
 
 std::string KernelSpec::to_string() const {
   std::ostringstream o;
   o << "op=" << op_name(op) << ",w=" << name_of(kTypes, wtype) << ",a=" << name_of(kTypes, atype)
     << ",isa=" << isa_name(isa) << ",mr=" << mr << ",nr=" << nr << ",kc=" << kc << ",nc=" << nc
     << ",pf=" << pf << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
+  // Only the AvxVnni path has a choice of encoding; other specs keep their text unchanged.
+  if (isa == IsaPath::AvxVnni) o << ",enc=" << encoding_name(enc);
   return o.str();
 }
 
@@ -92,6 +97,7 @@ KernelSpec KernelSpec::parse(const std::string& text) {
         s.m_max = parse_int(key, val.substr(dash + 1));
       }
     } else if (key == "ep") s.epilogue = value_of(kEpilogues, key, val);
+    else if (key == "enc") s.enc = value_of(kEncodings, key, val);
     else throw Error("kernel spec: unknown key '" + key + "'");
   }
   s.validate();
@@ -103,10 +109,14 @@ std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
   if (mr < 1 || mr > 6) return "mr must be 1..6";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
   if (op == Op::SwiGLU && nr % 2 != 0) return "swiglu needs an even nr (gate and up panels in pairs)";
-  const int budget = isa == IsaPath::Avx2 ? 13 : 27;
-  if (2 * mr * nr + nr > budget)
-    return "mr*nr too large: 2*mr*nr + nr = " + std::to_string(2 * mr * nr + nr) + " > " + std::to_string(budget) +
-           (isa == IsaPath::Avx2 ? " (16 ymm registers)" : " (32 zmm registers)");
+  // AVX-VNNI keeps one accumulator register per (row, stream) (its int32 sums go to the stack).
+  const int accs = isa == IsaPath::AvxVnni ? 1 : 2;
+  const int budget = is_ymm_path(isa) ? 13 : 27;
+  const int need = accs * mr * nr + nr;
+  const std::string formula = accs == 1 ? "mr*nr + nr = " : "2*mr*nr + nr = ";
+  if (need > budget)
+    return "mr*nr too large: " + formula + std::to_string(need) + " > " + std::to_string(budget) +
+           (is_ymm_path(isa) ? " (16 ymm registers)" : " (32 zmm registers)");
   return "";
 }
 
@@ -130,6 +140,7 @@ void KernelSpec::validate() const {
       if (!why.empty()) fail(why);
     }
   }
+  if (enc != VnniEncoding::Vex && isa != IsaPath::AvxVnni) fail("enc=evex applies to isa=avxvnni only");
   if (k <= 0) fail("k must be given (k > 0)");
   int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
   if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));

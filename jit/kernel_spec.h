@@ -9,7 +9,13 @@
 namespace ckjit::jit {
 
 enum class Op { Quantize, Gemm, Gemv, SwiGLU };
-enum class IsaPath { Avx2, Avx512, Amx };
+// Avx2: ymm, vpmaddubsw + vpmaddwd. AvxVnni: the same ymm kernels with vpdpbusd / vpdpwssd (16 ymm
+// registers). Avx512: zmm + AVX512-VNNI. Amx: AMX-INT8 tiles.
+enum class IsaPath { Avx2, Avx512, Amx, AvxVnni };
+// Encoding of the AvxVnni dot instructions. Vex is the real path (AVX-VNNI CPUs without AVX-512);
+// Evex is the same ymm instruction in EVEX form, a test vehicle for CPUs with AVX512-VNNI + VL but
+// no AVX-VNNI (e.g. Zen 4). Same results; only which CPUs can execute it differs (isa_runs).
+enum class VnniEncoding { Vex, Evex };
 // What the kernel does with each finished output tile.
 enum class Epilogue {
   Store,        // y = W x
@@ -30,8 +36,10 @@ struct KernelSpec {
   int64_t k = 0;    // reduction length (elements); fixed at emit time
   int64_t m_min = 1, m_max = 0;  // row range the spec is meant for (m_max 0 = unbounded)
   Epilogue epilogue = Epilogue::Store;
+  VnniEncoding enc = VnniEncoding::Vex;  // isa=avxvnni only (printed as enc=vex|evex for it)
 
   // "op=gemm,w=q4_K,a=q8_K,isa=avx512,mr=4,nr=3,kc=0,nc=0,pf=0,k=4096,m=2-0,ep=store"
+  // (isa=avxvnni specs end with ",enc=vex" or ",enc=evex")
   std::string to_string() const;
   // Parses to_string()'s form; keys may come in any order and may be omitted (defaults above).
   // Throws ckjit::Error on unknown keys or values and on inconsistent specs (see validate()).
@@ -46,15 +54,19 @@ struct KernelSpec {
 const char* op_name(Op op);
 const char* isa_name(IsaPath isa);
 const char* epilogue_name(Epilogue e);
+const char* encoding_name(VnniEncoding e);
+// Paths whose kernels use the 16 ymm registers (8-row panels, AVX2 frame).
+inline bool is_ymm_path(IsaPath isa) { return isa == IsaPath::Avx2 || isa == IsaPath::AvxVnni; }
 // Columns in one weight panel for an ISA path (one accumulator register wide).
-inline int panel_cols(IsaPath isa) { return isa == IsaPath::Avx2 ? 8 : 16; }
+inline int panel_cols(IsaPath isa) { return is_ymm_path(isa) ? 8 : 16; }
 
 // The register-block rule of the vector matmul emitters, in one place (the emitters, validate()
 // and the planner's candidate generator all ask it): an mr x nr block (nr = weight streams; SwiGLU
 // streams come in gate/up pairs) keeps 2 accumulators per (row, stream) plus one register per
-// stream, so AVX-512 needs 2*mr*nr + nr <= 27 of its 32 zmm and AVX2 2*mr*nr + nr <= 13 of its
-// 16 ymm (the rest hold masks, scales and the broadcast); mr <= 6 (the frames' stack layout) and
-// nr <= 4. Returns "" when the block fits, else why not. AMX tiles have their own rule (mr = 16).
+// stream, so AVX-512 needs 2*mr*nr + nr <= 27 of its 32 zmm and AVX2 2*mr*nr + nr <= 13 of its 16
+// ymm (the rest hold masks, scales and the broadcast); AVX-VNNI keeps one accumulator per (row,
+// stream): mr*nr + nr <= 13. mr <= 6 (the frames' stack layout) and nr <= 4. Returns "" when the
+// block fits, else why not. AMX tiles have their own rule (mr = 16).
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr);
 
 }  // namespace ckjit::jit

@@ -1,7 +1,9 @@
 #pragma once
-// Shared scaffolding of the AVX2 (ymm, 8-row panel) matmul emitters, the AVX2 counterpart of
-// matmul_avx512_frame.h: loops over column groups and row blocks with tails, float accumulators
-// on the stack, epilogues (store, residual, SwiGLU). A derived emitter emits one super-block.
+// Shared scaffolding of the ymm (8-row panel) matmul emitters of the AVX2 and AVX-VNNI paths, the
+// counterpart of matmul_avx512_frame.h: loops over column groups and row blocks with tails, float
+// accumulators on the stack, epilogues (store, residual, SwiGLU). A derived emitter emits one
+// super-block; with vnni_ it uses vpdpbusd / vpdpwssd (dot_bytes / dot_words) in the encoding the
+// spec names, everything else is the same VEX code on both paths.
 #include <bit>
 
 #include "jit/emitter.h"
@@ -29,10 +31,18 @@ class MatmulAvx2Frame : public Emitter {
     np_ = swiglu_ ? s.nr / 2 : s.nr;
     nb_ = int(s.k / k_block);
     ps_ = int64_t(nb_) * block_bytes;
-    std::string why = register_block_problem(IsaPath::Avx2, s.op, s.mr, s.nr);
-    if (!why.empty()) throw Error("avx2 matmul kernel: " + why);
-    if (ps_ * np_ > (int64_t(1) << 30)) throw Error("avx2 matmul kernel: k too large");
+    if (!is_ymm_path(s.isa)) throw Error(std::string("ymm matmul kernel: not a ymm path: ") + isa_name(s.isa));
+    vnni_ = s.isa == IsaPath::AvxVnni;
+    enc_ = s.enc == VnniEncoding::Evex ? Xbyak::EvexEncoding : Xbyak::VexEncoding;
+    std::string why = register_block_problem(s.isa, s.op, s.mr, s.nr);
+    if (!why.empty()) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: " + why);
+    if (ps_ * np_ > (int64_t(1) << 30)) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: k too large");
   }
+
+  // acc += Σ4 u8·s8 per dword lane (vpdpbusd; no saturation) and acc += Σ2 s16·s16 (vpdpwssd).
+  // Only the AvxVnni path calls them; enc_ picks VEX (AVX-VNNI) or EVEX (AVX512-VNNI + VL).
+  void dot_bytes(const Ymm& acc, const Ymm& u8, const Xbyak::Operand& s8) { vpdpbusd(acc, u8, s8, enc_); }
+  void dot_words(const Ymm& acc, const Ymm& a, const Xbyak::Operand& b) { vpdpwssd(acc, a, b, enc_); }
 
   // One super-block of an mr x ns tile; must leave the float accumulators updated.
   // Registers: U/S per (row, stream), W per stream, yA, yT, yMask (0x0F bytes).
@@ -40,6 +50,8 @@ class MatmulAvx2Frame : public Emitter {
 
   int64_t block_bytes_;
   bool min_acc_;
+  bool vnni_ = false;  // AvxVnni path: derived emitters emit their vpdpbusd super-block
+  Xbyak::PreferredEncoding enc_ = Xbyak::VexEncoding;
   bool swiglu_ = false;
   int mr_ = 0, np_ = 0, nb_ = 0;
   int64_t ps_ = 0;
@@ -54,15 +66,33 @@ class MatmulAvx2Frame : public Emitter {
   int off_ldr_mr() const { return acc_bytes() + 32; }
   int off_ldy() const { return acc_bytes() + 40; }
   int off_ldr() const { return acc_bytes() + 48; }
+  int off_saved_rsp() const { return acc_bytes() + 56; }
   int off_tailmask() const { return acc_bytes() + 64; }   // 8 dwords: lanes < n%8 (all when 0)
   int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
-  int frame() const { return acc_bytes() + 128; }
+  // VNNI path: the running int32 super-block sum S per (row, stream) lives here, not in a register.
+  int off_isum(int m, int st, int ns) const { return acc_bytes() + 128 + (m * ns + st) * 32; }
+  int off_scratch(int m) const { return acc_bytes() + 128 + 6 * 4 * 32 + 32 * m; }  // 32 bytes per row
+  int frame() const { return acc_bytes() + 128 + 6 * 4 * 32 + 6 * 32; }
 
-  // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums) and S (int32) per
-  // (row, stream), W per stream, then yA (activation broadcast), yT (temp), yMask (0x0F bytes).
+  // Registers as in the AVX-512 kernel; ymm: U (int16 sub-block sums; int32 ones on the VNNI
+  // path) and S (int32) per (row, stream), W per stream, then yA (activation broadcast), yT
+  // (temp), yMask (0x0F bytes).
+  // The VNNI path keeps one register per (row, stream), U, and S on the stack (off_isum): vpdpbusd
+  // needs no int16 stage, so the freed registers buy taller row blocks (register_block_problem).
   Ymm U(int m, int st, int ns) const { return Ymm(m * ns + st); }
-  Ymm S(int m, int st, int ns) const { return Ymm(mr_ * ns + m * ns + st); }
-  Ymm W(int st, int ns) const { return Ymm(2 * mr_ * ns + st); }
+  Ymm S(int m, int st, int ns) const {
+    if (vnni_) throw Error("ymm matmul kernel: the VNNI path keeps S on the stack");  // emitter bug
+    return Ymm(mr_ * ns + m * ns + st);
+  }
+  Ymm W(int st, int ns) const { return Ymm((vnni_ ? 1 : 2) * mr_ * ns + st); }
+
+  // VNNI path: S(m, st) += U(m, st) * W(st) (vpmulld: the sub-block scale) with S in its stack slot.
+  // `keep` (last sub-block) leaves the finished S in U instead of storing it.
+  void vnni_scale_add(int m, int st, int ns, bool first, bool keep) {
+    vpmulld(U(m, st, ns), U(m, st, ns), W(st, ns));
+    if (!first) vpaddd(U(m, st, ns), U(m, st, ns), ptr[rsp + off_isum(m, st, ns)]);
+    if (!keep) vmovdqu(ptr[rsp + off_isum(m, st, ns)], U(m, st, ns));
+  }
   const Ymm yA{13}, yT{14}, yMask{15};
 
   RegExp stream(int st, int64_t off) const {
@@ -83,7 +113,12 @@ class MatmulAvx2Frame : public Emitter {
   void generate() {
     const Reg64 args = rdi;
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    // A 64-byte aligned frame: the stack slots are read and written every sub-block, and a
+    // misaligned ymm access may split a cache line.
+    mov(rax, rsp);
     sub(rsp, frame());
+    and_(rsp, -64);
+    mov(ptr[rsp + off_saved_rsp()], rax);
     mov(r11, ptr[args + 24]);
     mov(rax, ptr[args + 32]);
     mov(ptr[rsp + off_ygroup()], rax);
@@ -150,7 +185,7 @@ class MatmulAvx2Frame : public Emitter {
     }
     L(done);
     vzeroupper();
-    add(rsp, frame());
+    mov(rsp, ptr[rsp + off_saved_rsp()]);
     for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
     ret();
     emit_constants();
@@ -165,6 +200,7 @@ class MatmulAvx2Frame : public Emitter {
     dd(127);         // 2
     for (float v : f) dd(std::bit_cast<uint32_t>(v));  // 3..8
     for (float v : kExpPoly) dd(std::bit_cast<uint32_t>(v));  // 9..16
+    dd(0x80808080);  // 17: byte bias of the Q8_0 VNNI kernel
     align(32);
     L(iota_);
     for (int i = 0; i < 8; ++i) dd(uint32_t(i));
@@ -236,11 +272,12 @@ class MatmulAvx2Frame : public Emitter {
   virtual void emit_load_act_scale(const Ymm& y, int m) { vbroadcastss(y, ptr[xrow(m, 0)]); }
 
   // acc = fma(float(v), f16(d)*D, acc) per (row, stream); v = S (or U into the min accumulator).
+  // On the VNNI path v is always U: the caller leaves S (or M) there first.
   void emit_float_update(int mr, int ns, bool mins, int64_t d_off) {
     for (int st = 0; st < ns; ++st) vcvtph2ps(W(st, ns), ptr[stream(st, d_off)]);
     for (int m = 0; m < mr; ++m) {
       for (int st = 0; st < ns; ++st) {
-        Ymm v = mins ? U(m, st, ns) : S(m, st, ns);
+        Ymm v = mins || vnni_ ? U(m, st, ns) : S(m, st, ns);
         int off = off_acc(m, st, ns, mins);
         emit_load_act_scale(yA, m);
         vmulps(yA, W(st, ns), yA);

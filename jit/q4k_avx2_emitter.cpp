@@ -5,6 +5,11 @@
 // in the integer domain and yields int32. Integer sums and float order are the same as the
 // AVX-512 kernel (q4k_avx512_emitter.cpp), so both paths give bit-identical results:
 //   acc = fma(float(S), f16(d)·D, acc); accm = fma(float(M), f16(dmin)·D, accm); y = acc − accm.
+// AVX-VNNI (isa=avxvnni) runs the AVX-512 kernel's scheme on ymm instead: vpdpbusd sums each
+// 32-element sub-block in int32 (low nibbles as q, high ones in place as 16·q), vpmulld applies
+// the scale (16·sc for low nibbles) and adds into S on the stack, S >> 4 at the end; the min term
+// is vpdpwssd-accumulated.
+// Same exact S and M, hence the same bits.
 #include "jit/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
 
@@ -24,6 +29,41 @@ class KMinAvx2 : public MatmulAvx2Frame {
   const Layout L_{8};
 
   void emit_superblock(int mr, int ns) override {
+    if (vnni_) emit_dots_vnni(mr, ns);  // leaves S in U
+    else emit_dots_madd(mr, ns);
+    emit_float_update(mr, ns, false, L_.d());
+    emit_min_term(mr, ns);
+    emit_float_update(mr, ns, true, L_.dmin());
+  }
+
+  void emit_dots_vnni(int mr, int ns) {
+    for (int s = 0; s < 8; ++s) {
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+      for (int j = 0; j < 8; ++j) {
+        for (int st = 0; st < ns; ++st) {
+          if (!kNibbles) vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
+          else if (s % 2 == 0) vpand(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);
+          else vpandn(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);  // bytes & 0xF0 = 16·q
+        }
+        for (int m = 0; m < mr; ++m) {
+          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
+          for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
+        }
+      }
+      for (int st = 0; st < ns; ++st) {
+        vpmovzxbd(W(st, ns), ptr[stream(st, L_.sc(s))]);
+        if (kNibbles && s % 2 == 0) vpslld(W(st, ns), W(st, ns), 4);
+      }
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) vnni_scale_add(m, st, ns, s == 0, s == 7);
+    }
+    if (kNibbles)
+      for (int m = 0; m < mr; ++m)
+        for (int st = 0; st < ns; ++st) vpsrad(U(m, st, ns), U(m, st, ns), 4);
+  }
+
+  void emit_dots_madd(int mr, int ns) {
     const int quads_per_sum = kNibbles ? 8 : 4;
     bool first = true;
     for (int s = 0; s < 8; ++s)
@@ -64,14 +104,34 @@ class KMinAvx2 : public MatmulAvx2Frame {
           }
         first = false;
       }
-    // Min term: (mn, mn) word pairs times the bsums pair of each sub-block.
-    for (int s = 0; s < 8; ++s) {
-      for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.mn(s))]);
+  }
+
+  // Min term into U: M = Σ_p (mn_2p·B_2p + mn_2p+1·B_2p+1), B_s = bsums[2s] + bsums[2s+1]
+  // (|B_s| <= 4096, int16): per row the (B_2p, B_2p+1) word pairs go to a stack scratch
+  // (vpmaddwd by ones, vpackssdw: pair p in dword 0, 1, 4, 5), per stream the (mn_2p, mn_2p+1)
+  // pairs are built once; 4 word dots per accumulator instead of one per sub-block.
+  void emit_min_term(int mr, int ns) {
+    vmovdqu(yA, ptr[rip + ones16_]);
+    for (int m = 0; m < mr; ++m) {
+      vpmaddwd(yT, yA, ptr[xrow(m, kQ8KBsums)]);
+      vpackssdw(yT, yT, yT);
+      vmovdqu(ptr[rsp + off_scratch(m)], yT);
+    }
+    static constexpr int kPairDword[4] = {0, 1, 4, 5};
+    for (int p = 0; p < 4; ++p) {
+      for (int st = 0; st < ns; ++st) {
+        vpmovzxbd(W(st, ns), ptr[stream(st, L_.mn(2 * p))]);
+        vpmovzxbd(yT, ptr[stream(st, L_.mn(2 * p + 1))]);
+        vpslld(yT, yT, 16);
+        vpor(W(st, ns), W(st, ns), yT);
+      }
       for (int m = 0; m < mr; ++m) {
-        vpbroadcastd(yA, ptr[xrow(m, kQ8KBsums + 4 * s)]);
+        vpbroadcastd(yA, ptr[rsp + off_scratch(m) + 4 * kPairDword[p]]);
         for (int st = 0; st < ns; ++st) {
-          if (s == 0) {
+          if (p == 0) {
             vpmaddwd(U(m, st, ns), W(st, ns), yA);
+          } else if (vnni_) {
+            dot_words(U(m, st, ns), W(st, ns), yA);
           } else {
             vpmaddwd(yT, W(st, ns), yA);
             vpaddd(U(m, st, ns), U(m, st, ns), yT);
@@ -79,9 +139,8 @@ class KMinAvx2 : public MatmulAvx2Frame {
         }
       }
     }
-    emit_float_update(mr, ns, false, L_.d());
-    emit_float_update(mr, ns, true, L_.dmin());
   }
+
 };
 
 }  // namespace

@@ -100,13 +100,15 @@ IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
 
 Isa cap_isa(Isa isa, const std::string& max_isa) {
   if (max_isa.empty() || max_isa == "amx") return isa;
-  if (max_isa != "avx512" && max_isa != "avx2")
-    throw Error("CKJIT_MAX_ISA must be avx2, avx512 or amx, got '" + max_isa + "'");
+  if (max_isa != "avx512" && max_isa != "avxvnni" && max_isa != "avx2")
+    throw Error("CKJIT_MAX_ISA must be avx2, avxvnni, avx512 or amx, got '" + max_isa + "'");
   isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = isa.amx_usable = false;
-  if (max_isa == "avx2") {
-    isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512dq = false;
-    isa.avx512vnni = isa.avx512bf16 = false;
-  }
+  if (max_isa == "avx512") return isa;
+  // avxvnni and avx2 drop every AVX-512 feature (so AVX512-VNNI+VL, which would run the EVEX
+  // form of the AVX-VNNI kernels, is gone too); avx2 drops AVX-VNNI as well.
+  isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512dq = false;
+  isa.avx512vnni = isa.avx512bf16 = false;
+  if (max_isa == "avx2") isa.avx_vnni = false;
   return isa;
 }
 

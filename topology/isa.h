@@ -26,8 +26,9 @@ struct IsaFromProc {
 };
 IsaFromProc parse_proc_cpuinfo_flags(const std::string& cpuinfo_text);
 
-// Applies CKJIT_MAX_ISA (avx2 | avx512 | amx) to a detected Isa: clears what lies above the cap,
-// so an AVX-512 machine can run and test its AVX2 paths. Unknown values raise ckjit::Error.
+// Applies CKJIT_MAX_ISA (avx2 | avxvnni | avx512 | amx) to a detected Isa: clears what lies above
+// the cap, so an AVX-512 machine can run and test its AVX2 paths. avxvnni keeps AVX-VNNI and drops
+// AVX-512 (on a CPU without AVX-VNNI that leaves AVX2). Unknown values raise ckjit::Error.
 Isa cap_isa(Isa isa, const std::string& max_isa);
 
 }  // namespace ckjit::topo

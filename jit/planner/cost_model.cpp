@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "jit/isa_select.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::planner {
@@ -24,14 +25,17 @@ void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
   const bool avx512 = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
   if (!has_kernels || !(avx512 || isa.avx2)) return;
   k.jit = true;
-  k.jit_isa = avx512 ? jit::IsaPath::Avx512 : jit::IsaPath::Avx2;
+  // Without AVX-512 the 8-lane kernels run, with vpdpbusd where the CPU has AVX-VNNI.
+  k.jit_isa = avx512                                      ? jit::IsaPath::Avx512
+              : jit::isa_runs(jit::IsaPath::AvxVnni, isa) ? jit::IsaPath::AvxVnni
+                                                          : jit::IsaPath::Avx2;
   // The kernels read the repacked panels, not the file's blocks: Q5_K and Q6_K keep one byte per
   // quant there (280 bytes per 256 elements instead of 176 / 210), Q8_0 adds a row sum.
   k.weight_bytes = wtype == TensorType::Q4_K   ? double(jit::Q4KPanelLayout{1}.bytes()) / 256
                    : wtype == TensorType::Q5_K ? double(jit::Q5KPanelLayout{1}.bytes()) / 256
                    : wtype == TensorType::Q6_K ? double(jit::Q6KPanelLayout{1}.bytes()) / 256
                                                : double(jit::Q80PanelLayout{1}.bytes()) / 32;
-  // The JIT AVX-512 path needs VNNI; without it the 8-lane AVX2 kernels run.
+  // The JIT AVX-512 path needs VNNI; without it the 8-lane AVX2 / AVX-VNNI kernels run.
   k.vector_regs = avx512 ? 32 : 16;
   k.lanes = jit::panel_cols(k.jit_isa);
   k.kernel_efficiency = kJitKernelEfficiency;

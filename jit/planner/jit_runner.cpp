@@ -12,11 +12,12 @@
 namespace ckjit::planner {
 namespace {
 
-// The vector path the planner plans for (kernel_traits): AVX-512 with VNNI, else AVX2; the AMX
-// kernels are not planned by the register model.
+// The vector path the planner plans for (kernel_traits): AVX-512 with VNNI, else AVX-VNNI (VEX),
+// else AVX2; the AMX kernels are not planned by the register model.
 std::optional<jit::IsaPath> runnable_path() {
   const topo::Isa isa = jit::runtime_isa();
   if (jit::isa_runs(jit::IsaPath::Avx512, isa)) return jit::IsaPath::Avx512;
+  if (jit::isa_runs(jit::IsaPath::AvxVnni, isa)) return jit::IsaPath::AvxVnni;
   if (jit::isa_runs(jit::IsaPath::Avx2, isa)) return jit::IsaPath::Avx2;
   return std::nullopt;
 }
@@ -42,7 +43,7 @@ std::string JitRunner::name() const {
 }
 
 std::string JitRunner::cannot_run(const OpShape& s) const {
-  if (!isa_) return "this CPU (or CKJIT_MAX_ISA) runs neither the AVX-512 VNNI nor the AVX2 kernels";
+  if (!isa_) return "this CPU (or CKJIT_MAX_ISA) runs none of the AVX-512 VNNI, AVX-VNNI and AVX2 kernels";
   if (!jit_supports(s.wtype))
     return std::string("no JIT kernels for ") + tensor_type_info(s.wtype).name + " weights (Q4_K, Q5_K, Q6_K, Q8_0)";
   if (s.macs() > max_macs_) {

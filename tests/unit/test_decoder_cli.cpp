@@ -71,6 +71,16 @@ TEST_CASE("ckjit run: --force feeds the given ids and dumps one row per forced i
   CHECK(fs::file_size(dump) == 6u * 151936u * 4u);
 }
 
+TEST_CASE("ckjit run: CKJIT_MAX_ISA=avx2 runs the AVX2 kernels, not the scalar reference") {
+  const auto& f = files();
+  CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'Hello' -n 2 -t 1 --ignore-eos -v", "CKJIT_MAX_ISA=avx2");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("ffn_gate: Q4_K x Q8_K") != std::string::npos);
+  CHECK(r.output.find("jit avx2") != std::string::npos);
+  CHECK(r.output.find("scalar reference") == std::string::npos);
+}
+
 TEST_CASE("ckjit run: bad input gives a clear message and a non-zero exit") {
   const auto& f = files();
   SUBCASE("prompt longer than the context") {

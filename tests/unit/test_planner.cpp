@@ -114,6 +114,21 @@ TEST_CASE("AVX2-only machines get tiles for 16 registers of 8 lanes") {
   }
 }
 
+TEST_CASE("AVX-VNNI machines without AVX-512 get avxvnni kernels (VEX) in the ymm register budget") {
+  auto m = test::synthetic_machine(4, 1, 48 << 10, 1280 << 10, 24 << 20, /*avx512=*/false);
+  m.isa.avx_vnni = m.isa_detected.avx_vnni = true;  // e.g. Alder Lake P-cores
+  for (const auto& s : shapes_to_plan()) {
+    Plan p = plan_op(s, m);
+    if (!p.kernel.jit) continue;
+    CHECK(p.kernel.jit_isa == jit::IsaPath::AvxVnni);
+    CHECK(p.kernel.lanes == 8);
+    check_plan_fits(p, m);
+    jit::KernelSpec spec = jit_spec_for(p);
+    CHECK(spec.isa == jit::IsaPath::AvxVnni);
+    CHECK(spec.enc == jit::VnniEncoding::Vex);
+  }
+}
+
 TEST_CASE("bigger caches allow deeper blocks") {
   OpShape s{OpKind::gemm, TensorType::Q4_K, 512, 8192, 8192};
   auto small = test::synthetic_machine(4, 1, 16 << 10, 256 << 10, 8 << 20);

@@ -1,0 +1,27 @@
+#pragma once
+// Shared helpers of the JIT matmul tests: random blocks of each weight type, repacked weights,
+// Q8_K activations, and check_matmul (a generated kernel against its scalar twin, bit for bit).
+#include <cstdint>
+#include <vector>
+
+#include "jit/kernel_spec.h"
+#include "jit/packed_weights.h"
+#include "runtime/quants/quants.h"
+
+namespace ckjit::test {
+
+std::vector<quant::BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed);
+std::vector<quant::BlockQ5_K> random_q5k(int64_t n, int64_t k, uint32_t seed);
+std::vector<quant::BlockQ6_K> random_q6k(int64_t n, int64_t k, uint32_t seed);
+std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed);
+// Random weights of the spec's type, repacked for its ISA.
+jit::PackedWeights random_packed(const jit::KernelSpec& spec, int64_t n, int64_t k, uint32_t seed);
+// m rows of k normal floats quantized with quant::quantize_row_q8_K.
+std::vector<quant::BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed);
+jit::KernelSpec q4k_spec(jit::Op op, int mr, int nr, int64_t k, jit::Epilogue ep = jit::Epilogue::Store,
+                         jit::IsaPath isa = jit::IsaPath::Avx512);
+// Runs kernel and reference on the whole (m x n) problem (padded output rows, residual given)
+// and requires identical bits and untouched padding (doctest CHECK/REQUIRE).
+void check_matmul(const jit::KernelSpec& spec, int64_t m, int64_t n, uint32_t seed);
+
+}  // namespace ckjit::test
