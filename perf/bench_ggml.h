@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,24 @@ class Ggml {
               sym(base_, "ggml_backend_free", backend_free) && sym(base_, "ggml_backend_reg_dev_get", reg_dev_get) &&
               sym(base_, "ggml_backend_reg_get_proc_address", reg_get_proc_address) &&
               sym(cpu_, "ggml_cpu_init", cpu_init) && sym(cpu_, "ggml_backend_cpu_init", cpu_backend_init) &&
-              sym(cpu_, "ggml_backend_cpu_set_n_threads", cpu_set_n_threads) && sym(cpu_, "ggml_backend_cpu_reg", cpu_reg);
+              sym(cpu_, "ggml_backend_cpu_set_n_threads", cpu_set_n_threads) && sym(cpu_, "ggml_backend_cpu_reg", cpu_reg) &&
+              sym(base_, "ggml_log_set", log_set);
     if (!ok) { error_ = "missing ggml symbol: " + std::string(dlerror()); return; }
+    log_set(&Ggml::log, nullptr);
     cpu_init();
+  }
+  ~Ggml() {
+    if (log_set) log_set(nullptr, nullptr);
+  }
+  Ggml(const Ggml&) = delete;
+  Ggml& operator=(const Ggml&) = delete;
+
+  // ggml's log lines "repack: repack tensor <name> with <layout>" since the last call: the proof
+  // that a CPU_REPACK upload really interleaved the weights (and into which layout).
+  static std::vector<std::string> take_repack_log() {
+    std::vector<std::string> lines;
+    lines.swap(repack_log());
+    return lines;
   }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -92,6 +108,23 @@ class Ggml {
   void* (*cpu_reg)() = nullptr;
 
  private:
+  void (*log_set)(void (*)(int level, const char* text, void* user), void* user) = nullptr;
+
+  // Keeps ggml's warnings and errors on stderr; collects the repack lines, drops other debug chatter.
+  static void log(int level, const char* text, void*) {
+    enum { kWarn = 3, kError = 4 };
+    std::string t = text;
+    if (t.rfind("repack: ", 0) == 0) {
+      while (!t.empty() && t.back() == '\n') t.pop_back();
+      repack_log().push_back(t);
+    } else if (level == kWarn || level == kError) {
+      std::fputs(text, stderr);
+    }
+  }
+  static std::vector<std::string>& repack_log() {
+    static std::vector<std::string> lines;
+    return lines;
+  }
   template <class F>
   bool sym(void* lib, const char* name, F& f) {
     f = reinterpret_cast<F>(dlsym(lib, name));

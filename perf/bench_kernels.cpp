@@ -149,7 +149,11 @@ bool upload_case(GgmlCase& c) {
     std::printf("%s: buffer allocation failed, skipped\n", c.variant->label.c_str());
     return false;
   }
-  std::printf("%s: weights uploaded in %.1f ms\n", c.variant->label.c_str(), (now_s() - a) * 1e3);
+  double ms = (now_s() - a) * 1e3;
+  auto repacked = Ggml::take_repack_log();
+  std::printf("%s: weights uploaded in %.1f ms%s", c.variant->label.c_str(), ms, repacked.empty() ? "\n" : "");
+  if (!repacked.empty())  // ggml's own log, e.g. "repack: repack tensor leaf_0 with q4_K_8x8"
+    std::printf(", %zu tensors repacked by ggml (last: \"%s\")\n", repacked.size(), repacked.back().c_str());
   return true;
 }
 
