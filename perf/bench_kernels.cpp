@@ -56,6 +56,13 @@ std::string cpu_name() {
   return name + " (family " + fam + " model " + model + ", " + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
 }
 
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string l;
+  std::getline(f, l);
+  return l;
+}
+
 std::vector<quant::BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<quant::BlockQ4_K> v(size_t(n * k / 256));
@@ -357,12 +364,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("machine: %s\nisa: %s\n", cpu_name().c_str(), runtime_isa().to_string().c_str());
-  std::printf("load average at start: %s", [] {
-    std::ifstream f("/proc/loadavg");
-    std::string l;
-    std::getline(f, l);
-    return l + "\n";
-  }().c_str());
+  std::printf("load average at start: %s\n", load_average().c_str());
   std::printf("times: median of %d runs after a warm-up; peaks and bandwidth: best of 5 runs\n", o.runs);
   std::vector<double> peak(3, 0.0);
   double dram[3] = {0, 0, 0};
@@ -393,5 +395,6 @@ int main(int argc, char** argv) {
   if (o.only.empty() || o.only == "prefill" || o.only == "prefill-8b") bench_gate_up(o, {"8B", 1028, 12288, 4096}, peer, peak);
   if (o.only.empty() || o.only == "prefill" || o.only == "prefill-2b") bench_gate_up(o, {"2B", 1038, 6144, 2048}, peer, peak);
   if (o.only.empty() || o.only == "decode") bench_decode(o, peer, dram);
+  std::printf("\nload average at end: %s\n", load_average().c_str());
   return 0;
 }
