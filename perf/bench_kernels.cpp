@@ -1,6 +1,10 @@
 // Kernel benchmark (not a test): measures this machine's vpdpbusd peak and DRAM read bandwidth,
 // then times the JIT Q4_K kernels (Gate-Up SwiGLU at the Qwen3-VL 8B and 2B page-OCR prefill
-// shapes, decode GEMV at the 2B shapes) next to the same operation through llama.cpp's ggml.
+// shapes, decode GEMV at the 2B shapes) next to the same operation through llama.cpp's ggml, twice:
+// weights in a plain CPU buffer (ggml's generic mul_mat) and in the CPU_REPACK buffer (weights
+// interleaved for ggml's Q4_K gemm/gemv kernels: what llama.cpp runs for real models). ggml runs
+// only after the ckjit team has ended, with the caller's original CPU set, so its threads inherit
+// neither the team's CPU-0 pinning nor a spinning worker next to them.
 //   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|prefill-8b|prefill-2b|decode] [--mb 128] [--ggml-dir DIR]
 //                 [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4]
 #include <algorithm>
@@ -8,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +21,7 @@
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "perf/bench_ggml.h"
+#include "perf/bench_ggml_graph.h"
 #include "perf/bench_machine_peak.h"
 #include "perf/bench_team.h"
 #include "runtime/quants/quants.h"
@@ -48,6 +54,13 @@ std::string cpu_name() {
     if (line.rfind("model\t", 0) == 0 && model.empty()) model = v;
   }
   return name + " (family " + fam + " model " + model + ", " + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
+}
+
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string l;
+  std::getline(f, l);
+  return l;
 }
 
 std::vector<quant::BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
@@ -90,9 +103,70 @@ void run_split(Team& team, const JitKernel& k, const MatmulOperands& op, int64_t
   });
 }
 
+// ggml as compared against: one variant per weight buffer type (plain CPU, CPU_REPACK).
+struct GgmlPeer {
+  struct Variant { std::string label; void* weight_buft; };
+  Ggml* gg = nullptr;
+  std::vector<Variant> variants;
+  cpu_set_t caller_cpus;  // the caller's CPU set at start; ggml's threads inherit it
+};
+
+// Median seconds of `runs` computes after a warm-up (which also sizes ggml's work buffer).
+double time_ggml(const GgmlPeer& peer, GgmlGraph& graph, int threads, int runs, const char* label) {
+  set_affinity(peer.caller_cpus);  // no team is alive here; make sure its CPU-0 pinning is gone too
+  if (!graph.compute(threads)) { std::printf("%s: graph compute failed\n", label); return 0; }
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    double a = now_s();
+    graph.compute(threads);
+    t.push_back(now_s() - a);
+  }
+  return median(t);
+}
+
+// Normwise difference max |y - ref| / max |ref|.
+double normwise_diff(const float* ref, const float* y, size_t n) {
+  double maxdiff = 0, maxabs = 0;
+  for (size_t i = 0; i < n; ++i) {
+    maxdiff = std::max(maxdiff, double(std::fabs(ref[i] - y[i])));
+    maxabs = std::max(maxabs, double(std::fabs(ref[i])));
+  }
+  return maxdiff / maxabs;
+}
+
+std::string cpu_list(const cpu_set_t& set) {
+  std::string l;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) l += (l.empty() ? "" : ",") + std::to_string(c);
+  return "{" + l + "}";
+}
+
+const char* plural(int nt) { return nt > 1 ? "s" : " "; }
+
+struct GgmlCase {
+  const GgmlPeer::Variant* variant;
+  std::unique_ptr<GgmlGraph> graph;
+  std::vector<void*> outputs;
+};
+
+// Allocates and uploads a case's tensors, printing the upload time (the repack, for CPU_REPACK).
+bool upload_case(GgmlCase& c) {
+  double a = now_s();
+  if (!c.graph->upload()) {
+    std::printf("%s: buffer allocation failed, skipped\n", c.variant->label.c_str());
+    return false;
+  }
+  double ms = (now_s() - a) * 1e3;
+  auto repacked = Ggml::take_repack_log();
+  std::printf("%s: weights uploaded in %.1f ms%s", c.variant->label.c_str(), ms, repacked.empty() ? "\n" : "");
+  if (!repacked.empty())  // ggml's own log, e.g. "repack: repack tensor leaf_0 with q4_K_8x8"
+    std::printf(", %zu tensors repacked by ggml (last: \"%s\")\n", repacked.size(), repacked.back().c_str());
+  return true;
+}
+
 struct Shape { const char* name; int64_t m, n, k; };
 
-void bench_gate_up(const Options& o, const Shape& s, Ggml* gg, const std::vector<double>& peak_by_threads) {
+void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const std::vector<double>& peak_by_threads) {
   std::printf("\n== Gate-Up SwiGLU %s: M=%lld N=%lld (x2) K=%lld, %.1f G MAC ==\n", s.name, (long long)s.m,
               (long long)s.n, (long long)s.k, double(s.m) * 2 * s.n * s.k / 1e9);
   auto gq = random_q4k(s.n, s.k, 1), uq = random_q4k(s.n, s.k, 2);
@@ -135,69 +209,54 @@ void bench_gate_up(const Options& o, const Shape& s, Ggml* gg, const std::vector
   const double macs = double(s.m) * 2 * s.n * s.k;
 
   // ggml: g = W_g x, u = W_u x, y = silu(g) * u, from the same Q4_K blocks and f32 activations.
-  void* gctx = nullptr;
-  void* graph = nullptr;
-  void* gout = nullptr;
-  if (gg) {
-    size_t mem = size_t(gq.size() * 2 * sizeof(quant::BlockQ4_K)) + size_t(s.m * s.k * 4) +
-                 size_t(s.m * s.n * 4) * 3 + (64u << 20);
-    gctx = gg->init({mem, nullptr, false});
-    void* wg = gg->new_tensor_2d(gctx, kGgmlQ4_K, s.k, s.n);
-    void* wu = gg->new_tensor_2d(gctx, kGgmlQ4_K, s.k, s.n);
-    void* x = gg->new_tensor_2d(gctx, kGgmlF32, s.k, s.m);
-    std::memcpy(gg->get_data(wg), gq.data(), gg->nbytes(wg));
-    std::memcpy(gg->get_data(wu), uq.data(), gg->nbytes(wu));
-    std::memcpy(gg->get_data(x), xf.data(), gg->nbytes(x));
-    gout = gg->swiglu_split(gctx, gg->mul_mat(gctx, wg, x), gg->mul_mat(gctx, wu, x));
-    graph = gg->new_graph(gctx);
-    gg->build_forward_expand(graph, gout);
-  }
+  std::vector<GgmlCase> cases;
+  if (peer.gg)
+    for (const auto& v : peer.variants) {
+      GgmlCase c{&v, std::make_unique<GgmlGraph>(*peer.gg, v.weight_buft), {}};
+      GgmlGraph& gr = *c.graph;
+      void* x = gr.input_f32(xf.data(), s.k, s.m);
+      void* out = gr.swiglu(gr.mul_mat(gr.weight_q4k(gq.data(), s.k, s.n), x),
+                            gr.mul_mat(gr.weight_q4k(uq.data(), s.k, s.n), x));
+      gr.output(out);
+      c.outputs.push_back(out);
+      if (upload_case(c)) cases.push_back(std::move(c));
+    }
   for (int nt : o.threads) {
-    Team team(nt);
-    std::vector<double> qruns;
-    for (int r = 0; r < o.runs; ++r) {
-      double a = now_s();
-      quantize(team);
-      qruns.push_back(now_s() - a);
-    }
-    const double quant_ms = median(qruns) * 1e3;
-    run_split(team, k, op, s.m, s.n, o.mb);  // warm-up
-    std::vector<double> runs;
-    for (int r = 0; r < o.runs; ++r) {
-      double a = now_s();
-      run_split(team, k, op, s.m, s.n, o.mb);
-      runs.push_back(now_s() - a);
-    }
-    double t = median(runs), tmin = *std::min_element(runs.begin(), runs.end());
-    double peak = peak_by_threads[size_t(nt)];
-    std::printf("ckjit  %d thread%s: %8.1f ms  %7.1f GMAC/s  %5.1f%% of vpdpbusd peak (best run %.1f ms, %.1f%%)", nt,
-                nt > 1 ? "s" : " ", t * 1e3, macs / t / 1e9, 100.0 * macs / t / 1e9 / peak, tmin * 1e3,
-                100.0 * macs / tmin / 1e9 / peak);
-    std::printf("  (+ JIT quantize %.2f ms = %.1f ms)\n", quant_ms, t * 1e3 + quant_ms);
-    if (gg) {
-      gg->compute(gctx, graph, nt);  // warm-up (also allocates the work buffer)
-      std::vector<double> gruns;
+    double t = 0, quant_ms = 0;
+    {
+      Team team(nt);
+      std::vector<double> qruns;
       for (int r = 0; r < o.runs; ++r) {
         double a = now_s();
-        gg->compute(gctx, graph, nt);
-        gruns.push_back(now_s() - a);
+        quantize(team);
+        qruns.push_back(now_s() - a);
       }
-      double gt = median(gruns);
-      const float* gy = static_cast<const float*>(gg->get_data(gout));
-      double maxdiff = 0, maxabs = 0;  // normwise: max |ckjit - ggml| / max |ggml|
-      for (size_t i = 0; i < y.size(); ++i) {
-        maxdiff = std::max(maxdiff, double(std::fabs(gy[i] - y[i])));
-        maxabs = std::max(maxabs, double(std::fabs(gy[i])));
+      quant_ms = median(qruns) * 1e3;
+      run_split(team, k, op, s.m, s.n, o.mb);  // warm-up
+      std::vector<double> runs;
+      for (int r = 0; r < o.runs; ++r) {
+        double a = now_s();
+        run_split(team, k, op, s.m, s.n, o.mb);
+        runs.push_back(now_s() - a);
       }
-      double maxrel = maxdiff / maxabs;
-      std::printf("ggml   %d thread%s: %8.1f ms  %7.1f GMAC/s  -> ckjit is %.2fx ggml (incl. quantize %.2fx); max diff / max |y| %.1e\n",
-                  nt, nt > 1 ? "s" : " ", gt * 1e3, macs / gt / 1e9, gt / t, gt / (t + quant_ms / 1e3), maxrel);
+      t = median(runs);
+      double tmin = *std::min_element(runs.begin(), runs.end());
+      double peak = peak_by_threads[size_t(nt)];
+      std::printf("%-36s %d thread%s: %8.1f ms  %7.1f GMAC/s  %5.1f%% of vpdpbusd peak (best run %.1f ms, %.1f%%)", "ckjit",
+                  nt, plural(nt), t * 1e3, macs / t / 1e9, 100.0 * macs / t / 1e9 / peak, tmin * 1e3,
+                  100.0 * macs / tmin / 1e9 / peak);
+      std::printf("  (+ JIT quantize %.2f ms = %.1f ms)\n", quant_ms, t * 1e3 + quant_ms);
+    }  // the team has ended: no worker spins and the caller has its original CPU set back
+    for (auto& c : cases) {
+      double gt = time_ggml(peer, *c.graph, nt, o.runs, c.variant->label.c_str());
+      double diff = normwise_diff(c.graph->data(c.outputs[0]), y.data(), y.size());
+      std::printf("%-36s %d thread%s: %8.1f ms  %7.1f GMAC/s  -> ckjit is %.2fx (incl. quantize %.2fx); max diff / max |y| %.1e\n",
+                  c.variant->label.c_str(), nt, plural(nt), gt * 1e3, macs / gt / 1e9, gt / t, gt / (t + quant_ms / 1e3), diff);
     }
   }
-  if (gg) gg->free(gctx);
 }
 
-void bench_decode(const Options& o, Ggml* gg, double dram_gbs_by_threads[3]) {
+void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_threads[3]) {
   const int64_t n = 6144, k = 2048, layers = 28;
   std::printf("\n== Decode GEMV 2B: M=1 N=%lld K=%lld, %lld distinct weight copies (from DRAM) ==\n",
               (long long)n, (long long)k, (long long)layers);
@@ -212,58 +271,61 @@ void bench_decode(const Options& o, Ggml* gg, double dram_gbs_by_threads[3]) {
   auto xf = random_floats(size_t(k), 7);
   std::vector<quant::BlockQ8_K> xq(size_t(k / 256));
   quant::quantize_row_q8_K(xf.data(), xq.data(), k);
-  std::vector<float> y(static_cast<size_t>(n));
+  std::vector<float> y(static_cast<size_t>(n)), y0(static_cast<size_t>(n));  // y0: layer 0's gemv
   KernelSpec gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=avx512," + o.decode_blocks + ",k=" + std::to_string(k));
   KernelSpec sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=avx512,ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
   const JitKernel& kg = global_code_cache().get(gemv);
   const JitKernel& ks = global_code_cache().get(sw);
   const double bytes = double(w[0].bytes());
-  for (int nt : o.threads) {
-    Team team(nt);
-    double bw = dram_gbs_by_threads[nt];
-    for (int fused = 0; fused < 2; ++fused) {
-      std::vector<double> runs;
-      for (int r = 0; r <= o.runs; ++r) {
-        double a = now_s();
-        for (int64_t l = 0; l < layers; ++l) {
-          MatmulOperands op;
-          op.w = &w[size_t(l)];
-          op.w2 = fused ? &w2[size_t(l)] : nullptr;
-          op.x = xq.data();
-          op.ldx = 0;
-          op.y = y.data();
-          op.ldy = 0;
-          run_split(team, fused ? ks : kg, op, 1, n, 1);
-        }
-        if (r > 0) runs.push_back((now_s() - a) / layers);  // first pass is warm-up
-      }
-      double t = median(runs), b = bytes * (fused ? 2 : 1);
-      std::printf("ckjit  %-12s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth (%.1f MB read)\n",
-                  fused ? "gate+up fused" : "gemv", nt, nt > 1 ? "s" : " ", t * 1e6, b / t / 1e9,
-                  100.0 * b / t / 1e9 / bw, b / 1e6);
-    }
-    if (gg) {
-      size_t mem = size_t(layers) * (raw[0].size() * sizeof(quant::BlockQ4_K) + size_t(n) * 4) + (64u << 20);
-      void* ctx = gg->init({mem, nullptr, false});
-      void* x = gg->new_tensor_2d(ctx, kGgmlF32, k, 1);
-      std::memcpy(gg->get_data(x), xf.data(), size_t(k) * 4);
-      void* graph = gg->new_graph(ctx);
+  auto operands = [&](int64_t l, bool fused, float* out) {
+    MatmulOperands op;
+    op.w = &w[size_t(l)];
+    op.w2 = fused ? &w2[size_t(l)] : nullptr;
+    op.x = xq.data();
+    op.ldx = 0;
+    op.y = out;
+    op.ldy = 0;
+    return op;
+  };
+
+  // ggml: one graph of `layers` independent mul_mats y_l = W_l x (ggml quantizes x itself).
+  std::vector<GgmlCase> cases;
+  if (peer.gg)
+    for (const auto& v : peer.variants) {
+      GgmlCase c{&v, std::make_unique<GgmlGraph>(*peer.gg, v.weight_buft), {}};
+      GgmlGraph& gr = *c.graph;
+      void* x = gr.input_f32(xf.data(), k, 1);
       for (int64_t l = 0; l < layers; ++l) {
-        void* wt = gg->new_tensor_2d(ctx, kGgmlQ4_K, k, n);
-        std::memcpy(gg->get_data(wt), raw[size_t(l)].data(), gg->nbytes(wt));
-        gg->build_forward_expand(graph, gg->mul_mat(ctx, wt, x));
+        c.outputs.push_back(gr.mul_mat(gr.weight_q4k(raw[size_t(l)].data(), k, n), x));
+        gr.output(c.outputs.back());
       }
-      gg->compute(ctx, graph, nt);
-      std::vector<double> runs;
-      for (int r = 0; r < o.runs; ++r) {
-        double a = now_s();
-        gg->compute(ctx, graph, nt);
-        runs.push_back((now_s() - a) / layers);
+      if (upload_case(c)) cases.push_back(std::move(c));
+    }
+  const double gb = double(raw[0].size() * sizeof(quant::BlockQ4_K));
+  for (int nt : o.threads) {
+    double bw = dram_gbs_by_threads[nt], t_gemv = 0;
+    {
+      Team team(nt);
+      for (int fused = 0; fused < 2; ++fused) {
+        std::vector<double> runs;
+        for (int r = 0; r <= o.runs; ++r) {
+          double a = now_s();
+          for (int64_t l = 0; l < layers; ++l) run_split(team, fused ? ks : kg, operands(l, fused, y.data()), 1, n, 1);
+          if (r > 0) runs.push_back((now_s() - a) / layers);  // first pass is warm-up
+        }
+        double t = median(runs), b = bytes * (fused ? 2 : 1);
+        if (!fused) t_gemv = t;
+        std::printf("ckjit  %-29s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth (%.1f MB read)\n",
+                    fused ? "gate+up fused (2 matrices)" : "gemv", nt, plural(nt), t * 1e6, b / t / 1e9,
+                    100.0 * b / t / 1e9 / bw, b / 1e6);
       }
-      double gt = median(runs), gb = double(raw[0].size() * sizeof(quant::BlockQ4_K));
-      std::printf("ggml   %-12s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth\n", "gemv", nt,
-                  nt > 1 ? "s" : " ", gt * 1e6, gb / gt / 1e9, 100.0 * gb / gt / 1e9 / bw);
-      gg->free(ctx);
+      run_split(team, kg, operands(0, false, y0.data()), 1, n, 1);
+    }  // the team has ended: no worker spins and the caller has its original CPU set back
+    for (auto& c : cases) {
+      double gt = time_ggml(peer, *c.graph, nt, o.runs, c.variant->label.c_str()) / layers;
+      double diff = normwise_diff(c.graph->data(c.outputs[0]), y0.data(), y0.size());
+      std::printf("%-36s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth -> ckjit gemv is %.2fx; max diff / max |y| %.1e\n",
+                  c.variant->label.c_str(), nt, plural(nt), gt * 1e6, gb / gt / 1e9, 100.0 * gb / gt / 1e9 / bw, gt / t_gemv, diff);
     }
   }
 }
@@ -271,6 +333,8 @@ void bench_decode(const Options& o, Ggml* gg, double dram_gbs_by_threads[3]) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  GgmlPeer peer;
+  peer.caller_cpus = current_affinity();  // before any team pins this thread
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -300,12 +364,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("machine: %s\nisa: %s\n", cpu_name().c_str(), runtime_isa().to_string().c_str());
-  std::printf("load average at start: %s", [] {
-    std::ifstream f("/proc/loadavg");
-    std::string l;
-    std::getline(f, l);
-    return l + "\n";
-  }().c_str());
+  std::printf("load average at start: %s\n", load_average().c_str());
   std::printf("times: median of %d runs after a warm-up; peaks and bandwidth: best of 5 runs\n", o.runs);
   std::vector<double> peak(3, 0.0);
   double dram[3] = {0, 0, 0};
@@ -318,11 +377,24 @@ int main(int argc, char** argv) {
                 nt, nt > 1 ? "s" : " ", p.gmacs, p.accs, dram[nt]);
   }
   Ggml ggml(o.ggml ? o.ggml_dir : std::string("(disabled)"), {"zen4", "icelake", "skylakex", "haswell", "x64"});
-  Ggml* gg = ggml.ok() ? &ggml : nullptr;
-  std::printf("ggml: %s\n", gg ? ("libggml-cpu-" + ggml.variant() + ".so from " + o.ggml_dir).c_str()
-                                : ("not available (" + ggml.error() + ")").c_str());
-  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-8b") bench_gate_up(o, {"8B", 1028, 12288, 4096}, gg, peak);
-  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-2b") bench_gate_up(o, {"2B", 1038, 6144, 2048}, gg, peak);
-  if (o.only.empty() || o.only == "decode") bench_decode(o, gg, dram);
+  peer.gg = ggml.ok() ? &ggml : nullptr;
+  std::printf("ggml: %s\n", peer.gg ? ("libggml-cpu-" + ggml.variant() + ".so from " + o.ggml_dir).c_str()
+                                     : ("not available (" + ggml.error() + ")").c_str());
+  if (peer.gg) {
+    peer.variants.push_back({"ggml (plain mul_mat)", ggml.cpu_buffer_type()});
+    std::string found;
+    if (void* repack = ggml.extra_buffer_type("CPU_REPACK", found))
+      peer.variants.push_back({"ggml (CPU_REPACK, llama.cpp's path)", repack});
+    else
+      std::printf("ggml CPU_REPACK buffer type: NOT available in this build (CPU extra buffer types: %s); "
+                  "only the plain mul_mat is compared\n", found.c_str());
+    std::printf("ggml weight buffers: %s%s%s; ggml runs with the caller's CPU set %s and no ckjit team alive\n",
+                ggml.buft_name(ggml.cpu_buffer_type()), peer.variants.size() > 1 ? " and " : "",
+                peer.variants.size() > 1 ? ggml.buft_name(peer.variants[1].weight_buft) : "", cpu_list(peer.caller_cpus).c_str());
+  }
+  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-8b") bench_gate_up(o, {"8B", 1028, 12288, 4096}, peer, peak);
+  if (o.only.empty() || o.only == "prefill" || o.only == "prefill-2b") bench_gate_up(o, {"2B", 1038, 6144, 2048}, peer, peak);
+  if (o.only.empty() || o.only == "decode") bench_decode(o, peer, dram);
+  std::printf("\nload average at end: %s\n", load_average().c_str());
   return 0;
 }
