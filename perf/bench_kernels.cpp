@@ -6,7 +6,7 @@
 // only after the ckjit team has ended, with the caller's original CPU set, so its threads inherit
 // neither the team's CPU-0 pinning nor a spinning worker next to them.
 //   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|prefill-8b|prefill-2b|decode] [--mb 128] [--ggml-dir DIR]
-//                 [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4]
+//                 [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +20,7 @@
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
+#include "jit/planner/planner.h"
 #include "perf/bench_ggml.h"
 #include "perf/bench_ggml_graph.h"
 #include "perf/bench_machine_peak.h"
@@ -37,7 +38,7 @@ struct Options {
   int runs = 5;
   int mb = 128;  // activation rows per kernel call (L2 block)
   std::string prefill_blocks = "mr=6,nr=2";  // register block of the prefill SwiGLU kernel
-  std::string decode_blocks = "mr=1,nr=4,pf=0";
+  std::string decode_blocks;  // empty: the planner's register blocks for the decode shapes (what ckjit run uses)
   std::string only;
   bool ggml = true;
   std::string ggml_dir = std::string(CKJIT_SOURCE_DIR) + "/.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64";
@@ -272,8 +273,18 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
   std::vector<quant::BlockQ8_K> xq(size_t(k / 256));
   quant::quantize_row_q8_K(xf.data(), xq.data(), k);
   std::vector<float> y(static_cast<size_t>(n)), y0(static_cast<size_t>(n));  // y0: layer 0's gemv
-  KernelSpec gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=avx512," + o.decode_blocks + ",k=" + std::to_string(k));
-  KernelSpec sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=avx512,ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
+  KernelSpec gemv, sw;
+  if (o.decode_blocks.empty()) {
+    // The blocks `ckjit run` decodes with: the planner's pick for these shapes on this machine.
+    const topo::Machine machine = topo::detect_machine();
+    gemv = planner::jit_spec_for(planner::plan_op({OpKind::gemv, TensorType::Q4_K, 1, n, k}, machine));
+    sw = planner::jit_spec_for(planner::plan_op({OpKind::gate_up_swiglu, TensorType::Q4_K, 1, n, k}, machine));
+  } else {
+    gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=avx512," + o.decode_blocks + ",k=" + std::to_string(k));
+    sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=avx512,ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
+  }
+  std::printf("kernels: %s; %s%s\n", gemv.to_string().c_str(), sw.to_string().c_str(),
+              o.decode_blocks.empty() ? " (the planner's blocks)" : "");
   const JitKernel& kg = global_code_cache().get(gemv);
   const JitKernel& ks = global_code_cache().get(sw);
   const double bytes = double(w[0].bytes());
@@ -302,32 +313,63 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
       if (upload_case(c)) cases.push_back(std::move(c));
     }
   const double gb = double(raw[0].size() * sizeof(quant::BlockQ4_K));
+  // DRAM bandwidth on this shared VM drifts by 20-40% from minute to minute, so everything is timed
+  // in interleaved rounds: per round one read-probe pass (1, 2, 4 streams in turn), one pass of
+  // each ckjit kernel over the 28 matrices, then (the team gone) one pass of each ggml graph. The
+  // % figures are against the best probe pass; the ratios are medians of per-round ratios.
+  const size_t probe_bytes = size_t(1) << 30;  // 32x the L3: its scan-resistant policy keeps hits negligible
+  auto* probe_buf = static_cast<uint8_t*>(std::aligned_alloc(4096, probe_bytes));
+  std::memset(probe_buf, 1, probe_bytes);
+  std::vector<std::unique_ptr<planner::ReadLoop>> probes;
+  for (int streams : {1, 2, 4}) probes.push_back(std::make_unique<planner::ReadLoop>(streams, true));
   for (int nt : o.threads) {
-    double bw = dram_gbs_by_threads[nt], t_gemv = 0;
-    {
-      Team team(nt);
-      for (int fused = 0; fused < 2; ++fused) {
-        std::vector<double> runs;
-        for (int r = 0; r <= o.runs; ++r) {
-          double a = now_s();
+    double bw = 0;
+    std::vector<double> t_ck[2];
+    std::vector<std::vector<double>> t_gg(cases.size()), ratio(cases.size());
+    for (int r = 0; r <= o.runs; ++r) {  // round 0 warms up
+      double read = 0, t_round[2] = {0, 0};
+      {
+        Team team(nt);
+        const planner::ReadLoop& loop = *probes[size_t(r % 3)];
+        const size_t unit = size_t(512) * size_t(loop.streams());
+        const size_t share = probe_bytes / size_t(nt) / unit * unit;
+        double a = now_s();
+        team.run([&](int t) { loop.run(probe_buf + share * size_t(t), share); });
+        read = double(share) * nt / (now_s() - a) / 1e9;
+        for (int fused = 0; fused < 2; ++fused) {
+          a = now_s();
           for (int64_t l = 0; l < layers; ++l) run_split(team, fused ? ks : kg, operands(l, fused, y.data()), 1, n, 1);
-          if (r > 0) runs.push_back((now_s() - a) / layers);  // first pass is warm-up
+          t_round[fused] = (now_s() - a) / layers;
         }
-        double t = median(runs), b = bytes * (fused ? 2 : 1);
-        if (!fused) t_gemv = t;
-        std::printf("ckjit  %-29s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth (%.1f MB read)\n",
-                    fused ? "gate+up fused (2 matrices)" : "gemv", nt, plural(nt), t * 1e6, b / t / 1e9,
-                    100.0 * b / t / 1e9 / bw, b / 1e6);
+        if (r == 0) run_split(team, kg, operands(0, false, y0.data()), 1, n, 1);
+      }  // the team has ended: no worker spins and the caller has its original CPU set back
+      if (r == 0) continue;
+      bw = std::max(bw, read);
+      for (int fused = 0; fused < 2; ++fused) t_ck[fused].push_back(t_round[fused]);
+      for (size_t c = 0; c < cases.size(); ++c) {
+        double gt = time_ggml(peer, *cases[c].graph, nt, 1, cases[c].variant->label.c_str()) / layers;
+        t_gg[c].push_back(gt);
+        ratio[c].push_back(gt / t_round[0]);
       }
-      run_split(team, kg, operands(0, false, y0.data()), 1, n, 1);
-    }  // the team has ended: no worker spins and the caller has its original CPU set back
-    for (auto& c : cases) {
-      double gt = time_ggml(peer, *c.graph, nt, o.runs, c.variant->label.c_str()) / layers;
-      double diff = normwise_diff(c.graph->data(c.outputs[0]), y0.data(), y0.size());
-      std::printf("%-36s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth -> ckjit gemv is %.2fx; max diff / max |y| %.1e\n",
-                  c.variant->label.c_str(), nt, plural(nt), gt * 1e6, gb / gt / 1e9, 100.0 * gb / gt / 1e9 / bw, gt / t_gemv, diff);
+    }
+    std::printf("DRAM read, best of %d probe passes interleaved with the kernels (%d thread%s): %.1f GB/s (before: %.1f)\n",
+                o.runs, nt, plural(nt), bw, dram_gbs_by_threads[nt]);
+    for (int fused = 0; fused < 2; ++fused) {
+      double t = median(t_ck[fused]), b = bytes * (fused ? 2 : 1);
+      std::printf("ckjit  %-29s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth (%.1f MB read)\n",
+                  fused ? "gate+up fused (2 matrices)" : "gemv", nt, plural(nt), t * 1e6, b / t / 1e9,
+                  100.0 * b / t / 1e9 / bw, b / 1e6);
+    }
+    for (size_t c = 0; c < cases.size(); ++c) {
+      double gt = median(t_gg[c]);
+      double diff = normwise_diff(cases[c].graph->data(cases[c].outputs[0]), y0.data(), y0.size());
+      std::printf("%-36s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth -> ckjit gemv is %.2fx (median of per-round ratios %.2f-%.2f); max diff / max |y| %.1e\n",
+                  cases[c].variant->label.c_str(), nt, plural(nt), gt * 1e6, gb / gt / 1e9, 100.0 * gb / gt / 1e9 / bw,
+                  median(ratio[c]), *std::min_element(ratio[c].begin(), ratio[c].end()),
+                  *std::max_element(ratio[c].begin(), ratio[c].end()), diff);
     }
   }
+  std::free(probe_buf);
 }
 
 }  // namespace
@@ -357,7 +399,7 @@ int main(int argc, char** argv) {
     else if (a == "--prefill-blocks") o.prefill_blocks = next();
     else if (a == "--decode-blocks") o.decode_blocks = next();
     else if (a == "--ggml-dir") o.ggml_dir = next();
-    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=4] [--ggml-dir DIR]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)] [--ggml-dir DIR]\n"); return 2; }
   }
   if (!isa_runs(IsaPath::Avx512, runtime_isa())) {
     std::printf("this benchmark times the AVX-512 VNNI kernels; this CPU (or CKJIT_MAX_ISA) does not allow them\n");
