@@ -3,11 +3,13 @@
 #include <algorithm>
 
 #include "graph/layer_ops.h"
+#include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
 #include "runtime/quants/q8_k_native.h"
 #include "runtime/quants/vec_dot_avx2.h"
+#include "runtime/quants/vec_dot_x2_avx512.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::graph {
@@ -210,11 +212,29 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
+  static const bool two_rows = quant::vec_dot_x2_avx512_available() && jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa());
   const int64_t xb = act_row_bytes();
   pool.run(size_t(m * col_tasks), [&](size_t t, int) {
     const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
     const void* xr = static_cast<const uint8_t*>(xq) + r * xb;
-    for (int64_t c = c0; c < c1; ++c) {
+    int64_t c = c0;
+    if (q6 && two_rows) {
+      // The same per-row float order as the AVX2 dot, two rows per pass: row i of each half of the
+      // range, so the rows are read as two long sequential streams (adjacent rows would restart
+      // both streams every row, and the prefetcher loses them: 40% slower decode, measured).
+      const int64_t h = (c1 - c0) / 2;
+      for (int64_t i = 0; i < h; ++i) {
+        const int64_t ca = c0 + i, cb = c0 + h + i;
+        float v[2];
+        quant::vec_dot_q6_K_q8_K_x2_avx512(reinterpret_cast<const quant::BlockQ6_K*>(raw_ + ca * raw_row_bytes_),
+                                           reinterpret_cast<const quant::BlockQ6_K*>(raw_ + cb * raw_row_bytes_),
+                                           static_cast<const quant::BlockQ8_K*>(xr), k_, v);
+        y[r * ldy + ca] = residual ? v[0] + residual[r * ldy + ca] : v[0];
+        y[r * ldy + cb] = residual ? v[1] + residual[r * ldy + cb] : v[1];
+      }
+      c = c0 + 2 * h;
+    }
+    for (; c < c1; ++c) {
       const uint8_t* w = raw_ + c * raw_row_bytes_;
       const float v = q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
                                                           static_cast<const quant::BlockQ8_K*>(xr), k_)

@@ -1,0 +1,19 @@
+#pragma once
+// llama.cpp's AVX2 vec_dot_q6_K_q8_K order for two weight rows at once: each 256-bit half of the
+// zmm registers does exactly what vec_dot_q6_K_q8_K_avx2 does for its row (the same element-wise
+// integer and FMA operations, the same final reduction), so out[i] is bit-identical to
+// vec_dot_q6_K_q8_K_avx2(x_i, y, n) with half the instructions per row. Decode's llama-order
+// Q6_K GEMV (the tied output matrix above all) runs on it.
+#include <cstdint>
+
+#include "runtime/quants/quants.h"
+
+namespace ckjit::quant {
+
+// Whether this CPU runs it (AVX512F + BW + DQ + VL, F16C).
+bool vec_dot_x2_avx512_available();
+// Both rows hold n/256 blocks; y is one Q8_K row of n elements.
+void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* y, int64_t n,
+                                 float out[2]);
+
+}  // namespace ckjit::quant

@@ -1,0 +1,59 @@
+// The two-row AVX-512 Q6_K dot equals the AVX2 llama.cpp-order dot bit for bit on each row: random
+// raw blocks (any ql/qh/scales bytes, scales down to -128), extreme activations, several lengths.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "runtime/quants/vec_dot_avx2.h"
+#include "runtime/quants/vec_dot_x2_avx512.h"
+
+using namespace ckjit::quant;
+
+TEST_SUITE("decoder") {
+TEST_CASE("q6_K x q8_K two-row AVX-512 dot is bit-identical to the AVX2 order per row") {
+  if (!vec_dot_x2_avx512_available() || !vec_dot_avx2_available()) {
+    MESSAGE("AVX-512 BW/DQ/VL not available: the two-row dot is not used on this CPU");
+    return;
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int checked = 0;
+  for (int64_t n : {256, 512, 2048, 6144}) {
+    const size_t nb = size_t(n / 256);
+    for (int rep = 0; rep < 16; ++rep) {
+      std::vector<BlockQ6_K> w0(nb), w1(nb);
+      for (auto* w : {&w0, &w1})
+        for (auto& b : *w) {
+          for (auto& v : b.ql) v = uint8_t(rng());
+          for (auto& v : b.qh) v = uint8_t(rng());
+          for (auto& v : b.scales) v = int8_t(rep == 3 ? -128 : int(rng() % 256) - 128);
+          uint16_t h = uint16_t(0x3000 + rng() % 0x1000);  // f16 scales of either sign
+          if (rng() % 2) h |= 0x8000;
+          std::memcpy(&b.d, &h, 2);
+        }
+      std::vector<BlockQ8_K> a(nb);
+      for (auto& b : a) {
+        b.d = nd(rng) * (rep % 3 ? 0.01f : 100.0f);
+        int sum16 = 0;
+        for (int j = 0; j < 256; ++j) {
+          b.qs[j] = int8_t(rep == 5 ? 127 : rep == 6 ? -128 : int(rng() % 256) - 128);
+          sum16 += b.qs[j];
+          if (j % 16 == 15) b.bsums[j / 16] = int16_t(sum16), sum16 = 0;
+        }
+      }
+      float got[2];
+      vec_dot_q6_K_q8_K_x2_avx512(w0.data(), w1.data(), a.data(), n, got);
+      const float want0 = vec_dot_q6_K_q8_K_avx2(w0.data(), a.data(), n);
+      const float want1 = vec_dot_q6_K_q8_K_avx2(w1.data(), a.data(), n);
+      CAPTURE(n);
+      CAPTURE(rep);
+      CHECK(std::memcmp(&got[0], &want0, 4) == 0);
+      CHECK(std::memcmp(&got[1], &want1, 4) == 0);
+      ++checked;
+    }
+  }
+  CHECK(checked == 64);
+}
+}
