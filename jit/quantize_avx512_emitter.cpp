@@ -4,7 +4,7 @@
 // nearest_int for |iscale*x| <= 127); bsums exact; d = 1/iscale; an all-zero block is all zeros.
 #include <bit>
 
-#include "jit/emitter.h"
+#include "jit/quantize_emitter.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 
@@ -13,44 +13,21 @@ namespace {
 
 using namespace Xbyak;
 
-class QuantizeQ8KAvx512 : public Emitter {
+class QuantizeQ8KAvx512 : public QuantizeEmitter {
  public:
-  explicit QuantizeQ8KAvx512(const KernelSpec& s) : Emitter(s) { generate(); }
+  explicit QuantizeQ8KAvx512(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
   Label consts_;
 
   void generate() {
     const int nb = int(spec_.k / quant::QK_K);
-    // rdi args; rsi x row, rdx y row, r8 rows left, r9 x block, r10 y block, r11d blocks left.
-    mov(rsi, ptr[rdi + 0]);
-    mov(rdx, ptr[rdi + 8]);
-    mov(r8, ptr[rdi + 16]);
+    load_row_args();
     vpbroadcastd(zmm31, ptr[rip + consts_]);       // 0x7fffffff: |x|
     vpbroadcastd(zmm30, ptr[rip + consts_ + 4]);   // 0x01 bytes
     vpbroadcastd(zmm29, ptr[rip + consts_ + 8]);   // 0x0001 words
     vpbroadcastd(zmm28, ptr[rip + consts_ + 12]);  // 127
-    Label rows, rows_done;
-    L(rows);
-    test(r8, r8);
-    jz(rows_done, T_NEAR);
-    mov(r9, rsi);
-    mov(r10, rdx);
-    mov(r11d, nb);
-    Label blocks;
-    L(blocks);
-    emit_block();
-    add(r9, 1024);
-    add(r10, int(sizeof(quant::BlockQ8_K)));
-    dec(r11d);
-    jnz(blocks, T_NEAR);
-    add(rsi, ptr[rdi + 24]);
-    add(rdx, ptr[rdi + 32]);
-    dec(r8);
-    jmp(rows, T_NEAR);
-    L(rows_done);
-    vzeroupper();
-    ret();
+    emit_row_loops(nb, 1024, int(sizeof(quant::BlockQ8_K)));
     align(16);
     L(consts_);
     dd(0x7fffffff);
@@ -61,21 +38,12 @@ class QuantizeQ8KAvx512 : public Emitter {
     dd(std::bit_cast<uint32_t>(1.0f));
   }
 
-  void emit_block() {
+  void emit_block() override {
     // amax = max |x| over 16 vectors.
-    vandps(zmm0, zmm31, ptr[r9]);
-    for (int v = 1; v < 16; ++v) {
-      vandps(zmm1, zmm31, ptr[r9 + v * 64]);
-      vmaxps(zmm0, zmm0, zmm1);
-    }
+    emit_abs_max(zmm31, 16);
     vextractf32x8(ymm1, zmm0, 1);
     vmaxps(ymm0, ymm0, ymm1);
-    vextractf128(xmm1, ymm0, 1);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0x4e);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0xb1);
-    vmaxps(xmm0, xmm0, xmm1);  // amax in every lane
+    emit_hmax_ymm0();  // amax in every lane
     Label zero, found, done;
     vxorps(xmm1, xmm1, xmm1);
     vucomiss(xmm0, xmm1);
