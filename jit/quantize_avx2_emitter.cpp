@@ -1,8 +1,6 @@
 // f32 -> Q8_K activation quantizer on AVX2 (ymm), byte-identical to quant::quantize_row_q8_K
 // (same rules as quantize_avx512_emitter.cpp): first element of largest magnitude, iscale =
 // -127/max, q = min(127, round_half_even(iscale*x)), exact bsums, d = 1/iscale, zero blocks zero.
-#include <bit>
-
 #include "jit/quantize_emitter.h"
 #include "runtime/quants/quants.h"
 
@@ -16,22 +14,13 @@ class QuantizeQ8KAvx2 : public QuantizeEmitter {
   explicit QuantizeQ8KAvx2(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_;
-
   void generate() {
     const int nb = int(spec_.k / quant::QK_K);
     load_row_args();
     vbroadcastss(ymm15, ptr[rip + consts_]);       // 0x7fffffff
     vpbroadcastd(ymm14, ptr[rip + consts_ + 12]);  // 127
     emit_row_loops(nb, 1024, int(sizeof(quant::BlockQ8_K)));
-    align(16);
-    L(consts_);
-    dd(0x7fffffff);
-    dd(0);
-    dd(0);
-    dd(127);
-    dd(std::bit_cast<uint32_t>(-127.0f));
-    dd(std::bit_cast<uint32_t>(1.0f));
+    emit_q8k_constants(0, 0);
   }
 
   void emit_block() override {
@@ -50,15 +39,7 @@ class QuantizeQ8KAvx2 : public QuantizeEmitter {
       test(eax, eax);
       jnz(found, T_NEAR);
     }
-    L(found);
-    tzcnt(eax, eax);
-    add(eax, ecx);
-    vmovss(xmm1, ptr[r9 + rax * 4]);
-    vmovss(xmm2, ptr[rip + consts_ + 16]);
-    vdivss(xmm2, xmm2, xmm1);  // iscale
-    vmovss(xmm3, ptr[rip + consts_ + 20]);
-    vdivss(xmm3, xmm3, xmm2);  // d
-    vmovss(ptr[r10], xmm3);
+    emit_q8k_scale(found);
     vbroadcastss(ymm2, xmm2);
     for (int g = 0; g < 16; ++g) {
       vmulps(ymm3, ymm2, ptr[r9 + g * 64]);

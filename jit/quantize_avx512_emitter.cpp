@@ -2,8 +2,6 @@
 // (llama.cpp's quantize_row_q8_K_ref, quants.md §7.1): the first element of largest magnitude
 // gives max (with its sign); iscale = -127/max; q = min(127, round_half_even(iscale*x)) (equal to
 // nearest_int for |iscale*x| <= 127); bsums exact; d = 1/iscale; an all-zero block is all zeros.
-#include <bit>
-
 #include "jit/quantize_emitter.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -18,8 +16,6 @@ class QuantizeQ8KAvx512 : public QuantizeEmitter {
   explicit QuantizeQ8KAvx512(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_;
-
   void generate() {
     const int nb = int(spec_.k / quant::QK_K);
     load_row_args();
@@ -28,14 +24,7 @@ class QuantizeQ8KAvx512 : public QuantizeEmitter {
     vpbroadcastd(zmm29, ptr[rip + consts_ + 8]);   // 0x0001 words
     vpbroadcastd(zmm28, ptr[rip + consts_ + 12]);  // 127
     emit_row_loops(nb, 1024, int(sizeof(quant::BlockQ8_K)));
-    align(16);
-    L(consts_);
-    dd(0x7fffffff);
-    dd(0x01010101);
-    dd(0x00010001);
-    dd(127);
-    dd(std::bit_cast<uint32_t>(-127.0f));
-    dd(std::bit_cast<uint32_t>(1.0f));
+    emit_q8k_constants(0x01010101, 0x00010001);
   }
 
   void emit_block() override {
@@ -58,15 +47,7 @@ class QuantizeQ8KAvx512 : public QuantizeEmitter {
       test(eax, eax);
       jnz(found, T_NEAR);
     }
-    L(found);
-    tzcnt(eax, eax);
-    add(eax, ecx);
-    vmovss(xmm1, ptr[r9 + rax * 4]);           // max, signed
-    vmovss(xmm2, ptr[rip + consts_ + 16]);     // -127
-    vdivss(xmm2, xmm2, xmm1);                  // iscale = -127 / max
-    vmovss(xmm3, ptr[rip + consts_ + 20]);
-    vdivss(xmm3, xmm3, xmm2);                  // d = 1 / iscale
-    vmovss(ptr[r10], xmm3);
+    emit_q8k_scale(found);
     vbroadcastss(zmm2, xmm2);
     for (int v = 0; v < 16; ++v) {
       vmulps(zmm1, zmm2, ptr[r9 + v * 64]);

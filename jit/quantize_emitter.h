@@ -1,6 +1,8 @@
 #pragma once
 // Shared frame of the activation quantizer emitters (f32 rows -> Q8_K or Q8_0 rows): the loops
 // over rows and blocks around a derived emit_block(), and the |x| maximum of one block.
+#include <bit>
+
 #include "jit/emitter.h"
 
 namespace ckjit::jit {
@@ -8,6 +10,7 @@ namespace ckjit::jit {
 class QuantizeEmitter : public Emitter {
  protected:
   using Emitter::Emitter;
+  Xbyak::Label consts_;
 
   // The block at r9 (f32) -> the block at r10; may use rax, rcx and any vector register but the
   // derived emitter's constants.
@@ -56,6 +59,32 @@ class QuantizeEmitter : public Emitter {
       vandps(t, abs_mask, ptr[r9 + v * bytes]);
       vmaxps(acc, acc, t);
     }
+  }
+
+  // Q8_K constants: +0 |x| mask, +4 and +8 the emitter's own, +12 127, +16 -127.0f, +20 1.0f.
+  void emit_q8k_constants(uint32_t own4, uint32_t own8) {
+    align(16);
+    L(consts_);
+    dd(0x7fffffff);
+    dd(own4);
+    dd(own8);
+    dd(127);
+    dd(std::bit_cast<uint32_t>(-127.0f));
+    dd(std::bit_cast<uint32_t>(1.0f));
+  }
+
+  // Q8_K, at `found`: eax = lane matches of the vector whose first element index is ecx. The first
+  // match is the signed max; xmm2 <- iscale = -127/max, and d = 1/iscale goes to the y block.
+  void emit_q8k_scale(Xbyak::Label& found) {
+    L(found);
+    tzcnt(eax, eax);
+    add(eax, ecx);
+    vmovss(xmm1, ptr[r9 + rax * 4]);
+    vmovss(xmm2, ptr[rip + consts_ + 16]);
+    vdivss(xmm2, xmm2, xmm1);
+    vmovss(xmm3, ptr[rip + consts_ + 20]);
+    vdivss(xmm3, xmm3, xmm2);
+    vmovss(ptr[r10], xmm3);
   }
 
   // xmm0 <- the maximum of ymm0's 8 lanes, in every lane; uses xmm1.

@@ -17,7 +17,7 @@ class QuantizeQ80 : public QuantizeEmitter {
   explicit QuantizeQ80(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_, perm_;
+  Label perm_;
 
   void generate() {
     const int nb = int(spec_.k / quant::QK8_0);
