@@ -16,7 +16,7 @@ class MatmulAvx512Frame : public MatmulFrame {
 
   MatmulAvx512Frame(const KernelSpec& s, int64_t block_bytes, int64_t k_block, bool min_acc)
       : MatmulFrame(s, 64, block_bytes, k_block, min_acc) {
-    // (AMX kernels derive from this frame for its constants and epilogue helpers only.)
+    // (AMX kernels derive from this frame for its group loop, masks, constants and SwiGLU only.)
     if (s.isa != IsaPath::Amx) {
       std::string why = register_block_problem(IsaPath::Avx512, s.op, s.mr, s.nr);
       if (!why.empty()) throw Error("avx512 matmul kernel: " + why);
@@ -43,11 +43,7 @@ class MatmulAvx512Frame : public MatmulFrame {
     push_callee_saved();
     sub(rsp, frame());
     emit_load_args();
-    emit_store_mask_k2();
-    lea(r13, ptr[rax + 15]);
-    shr(r13, 4);
-    vpbroadcastd(zLo, cst_scalar(0));
-    vpbroadcastd(zHi, cst_scalar(1));
+    emit_panel_setup();
     emit_group_loop();
     vzeroupper();
     add(rsp, frame());
@@ -56,8 +52,9 @@ class MatmulAvx512Frame : public MatmulFrame {
     emit_constants();
   }
 
-  // k2 = store mask of the panel holding column n-1 (args +72: n); leaves n in rax.
-  void emit_store_mask_k2() {
+  // k2 = store mask of the panel holding column n-1 (args +72: n), r13 = panels to do, zLo/zHi
+  // the nibble masks.
+  void emit_panel_setup() {
     mov(rax, ptr[rdi + 72]);
     mov(ecx, eax);
     and_(ecx, 15);
@@ -68,6 +65,10 @@ class MatmulAvx512Frame : public MatmulFrame {
     test(ecx, ecx);
     cmovz(edx, r8d);
     kmovw(k2, edx);
+    lea(r13, ptr[rax + 15]);
+    shr(r13, 4);
+    vpbroadcastd(zLo, cst_scalar(0));
+    vpbroadcastd(zHi, cst_scalar(1));
   }
 
   // k3 = store mask of the group's last panel: all lanes unless it holds column n-1.
