@@ -164,11 +164,6 @@ class MatmulAvx2Frame : public MatmulFrame {
     }
   }
 
-  void load_result(const Ymm& y, int m, int st, int ns) {
-    vmovups(y, ptr[rsp + off_acc(m, st, ns, false)]);
-    if (min_acc_) vsubps(y, y, ptr[rsp + off_acc(m, st, ns, true)]);
-  }
-
   void emit_epilogue(int mr, int np, int ns) override {
     mov(rdx, rax);
     mov(rsi, rbp);

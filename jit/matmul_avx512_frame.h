@@ -130,12 +130,6 @@ class MatmulAvx512Frame : public MatmulFrame {
     }
   }
 
-  // value of (row m, stream st) = acc - accm (or acc without a min accumulator), into z.
-  void load_result(const Zmm& z, int m, int st, int ns) {
-    vmovups(z, ptr[rsp + off_acc(m, st, ns, false)]);
-    if (min_acc_) vsubps(z, z, ptr[rsp + off_acc(m, st, ns, true)]);
-  }
-
   void emit_epilogue(int mr, int np, int ns) override {
     mov(rdx, rax);
     mov(rsi, rbp);

@@ -78,6 +78,12 @@ class MatmulFrame : public Emitter {
     }
   }
 
+  // value of (row m, stream st) = acc - accm (or acc without a min accumulator), into v.
+  void load_result(const Xbyak::Xmm& v, int m, int st, int ns) {
+    vmovups(v, ptr[rsp + off_acc(m, st, ns, false)]);
+    if (min_acc_) vsubps(v, v, ptr[rsp + off_acc(m, st, ns, true)]);
+  }
+
   void push_callee_saved() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
   }
