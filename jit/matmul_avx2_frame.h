@@ -65,6 +65,26 @@ class MatmulAvx2Frame : public MatmulFrame {
   }
   const Ymm yA{13}, yT{14}, yMask{15};
 
+  // madd path: U(m, st) (+)= W(st) · yA as u8·s8 pairs in int16 (vpmaddubsw); `first` starts it.
+  void madd_bytes(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddubsw(U(m, st, ns), W(st, ns), yA);
+    } else {
+      vpmaddubsw(yT, W(st, ns), yA);
+      vpaddw(U(m, st, ns), U(m, st, ns), yT);
+    }
+  }
+  // madd path: S(m, st) (+)= U(m, st) · W(st) as int16 pairs in int32 (vpmaddwd); `first` starts
+  // it, otherwise U is clobbered.
+  void madd_scale(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
+    } else {
+      vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
+      vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+    }
+  }
+
   Address cst(int index) { return ptr[rip + consts_ + index * 4]; }
 
   // Call at the end of the derived constructor.

@@ -82,26 +82,12 @@ class KMinAvx2 : public MatmulAvx2Frame {
           }
           for (int m = 0; m < mr; ++m) {
             vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
-            for (int st = 0; st < ns; ++st) {
-              if (j == j0) {
-                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
-              } else {
-                vpmaddubsw(yT, W(st, ns), yA);
-                vpaddw(U(m, st, ns), U(m, st, ns), yT);
-              }
-            }
+            for (int st = 0; st < ns; ++st) madd_bytes(m, st, ns, j == j0);
           }
         }
         for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.sc(s))]);
         for (int m = 0; m < mr; ++m)
-          for (int st = 0; st < ns; ++st) {
-            if (first) {
-              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
-            } else {
-              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
-              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-            }
-          }
+          for (int st = 0; st < ns; ++st) madd_scale(m, st, ns, first);
         first = false;
       }
   }

@@ -69,26 +69,12 @@ class Q6KAvx2 : public MatmulAvx2Frame {
           for (int st = 0; st < ns; ++st) vmovdqu(W(st, ns), ptr[stream(st, L_.u(j))]);
           for (int m = 0; m < mr; ++m) {
             vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 4 * j)]);
-            for (int st = 0; st < ns; ++st) {
-              if (q == 0) {
-                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
-              } else {
-                vpmaddubsw(yT, W(st, ns), yA);
-                vpaddw(U(m, st, ns), U(m, st, ns), yT);
-              }
-            }
+            for (int st = 0; st < ns; ++st) madd_bytes(m, st, ns, q == 0);
           }
         }
         for (int st = 0; st < ns; ++st) load_scale_pair(W(st, ns), st, t);
         for (int m = 0; m < mr; ++m)
-          for (int st = 0; st < ns; ++st) {
-            if (first) {
-              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
-            } else {
-              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
-              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-            }
-          }
+          for (int st = 0; st < ns; ++st) madd_scale(m, st, ns, first);
         first = false;
       }
   }
