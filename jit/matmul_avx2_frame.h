@@ -65,6 +65,19 @@ class MatmulAvx2Frame : public MatmulFrame {
   }
   const Ymm yA{13}, yT{14}, yMask{15};
 
+  // VNNI path: U = 0 for every (row, stream), then U(m, st) += W(st) · the activation quad at
+  // offset x_off of row m (vpdpbusd), quad by quad.
+  void vnni_clear_sums(int mr, int ns) {
+    for (int m = 0; m < mr; ++m)
+      for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+  }
+  void vnni_dot_quad(int mr, int ns, int x_off) {
+    for (int m = 0; m < mr; ++m) {
+      vpbroadcastd(yA, ptr[xrow(m, x_off)]);
+      for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
+    }
+  }
+
   // madd path: U(m, st) (+)= W(st) · yA as u8·s8 pairs in int16 (vpmaddubsw); `first` starts it.
   void madd_bytes(int m, int st, int ns, bool first) {
     if (first) {

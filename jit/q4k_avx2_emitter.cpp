@@ -38,18 +38,14 @@ class KMinAvx2 : public MatmulAvx2Frame {
 
   void emit_dots_vnni(int mr, int ns) {
     for (int s = 0; s < 8; ++s) {
-      for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+      vnni_clear_sums(mr, ns);
       for (int j = 0; j < 8; ++j) {
         for (int st = 0; st < ns; ++st) {
           if (!kNibbles) vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
           else if (s % 2 == 0) vpand(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);
           else vpandn(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);  // bytes & 0xF0 = 16·q
         }
-        for (int m = 0; m < mr; ++m) {
-          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
-          for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
-        }
+        vnni_dot_quad(mr, ns, kQ8KQs + 32 * s + 4 * j);
       }
       for (int st = 0; st < ns; ++st) {
         vpmovzxbd(W(st, ns), ptr[stream(st, L_.sc(s))]);

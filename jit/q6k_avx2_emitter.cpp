@@ -40,14 +40,10 @@ class Q6KAvx2 : public MatmulAvx2Frame {
 
   void emit_dots_vnni(int mr, int ns) {
     for (int t = 0; t < 16; ++t) {
-      for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+      vnni_clear_sums(mr, ns);
       for (int j = 4 * t; j < 4 * t + 4; ++j) {
         for (int st = 0; st < ns; ++st) vmovdqu(W(st, ns), ptr[stream(st, L_.u(j))]);
-        for (int m = 0; m < mr; ++m) {
-          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 4 * j)]);
-          for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
-        }
+        vnni_dot_quad(mr, ns, kQ8KQs + 4 * j);
       }
       // sc_t per lane as a signed dword: the low (t even) or high (t odd) word of the pair.
       for (int st = 0; st < ns; ++st) {
