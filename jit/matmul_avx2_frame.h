@@ -78,6 +78,19 @@ class MatmulAvx2Frame : public MatmulFrame {
     }
   }
 
+  // U(m, st) (+)= W(st) · yA as int16 pairs in int32 (vpmaddwd; vpdpwssd on the VNNI path);
+  // `first` starts it.
+  void word_dot(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddwd(U(m, st, ns), W(st, ns), yA);
+    } else if (vnni_) {
+      dot_words(U(m, st, ns), W(st, ns), yA);
+    } else {
+      vpmaddwd(yT, W(st, ns), yA);
+      vpaddd(U(m, st, ns), U(m, st, ns), yT);
+    }
+  }
+
   // madd path: U(m, st) (+)= W(st) · yA as u8·s8 pairs in int16 (vpmaddubsw); `first` starts it.
   void madd_bytes(int m, int st, int ns, bool first) {
     if (first) {

@@ -109,16 +109,7 @@ class KMinAvx2 : public MatmulAvx2Frame {
       }
       for (int m = 0; m < mr; ++m) {
         vpbroadcastd(yA, ptr[rsp + off_scratch(m) + 4 * kPairDword[p]]);
-        for (int st = 0; st < ns; ++st) {
-          if (p == 0) {
-            vpmaddwd(U(m, st, ns), W(st, ns), yA);
-          } else if (vnni_) {
-            dot_words(U(m, st, ns), W(st, ns), yA);
-          } else {
-            vpmaddwd(yT, W(st, ns), yA);
-            vpaddd(U(m, st, ns), U(m, st, ns), yT);
-          }
-        }
+        for (int st = 0; st < ns; ++st) word_dot(m, st, ns, p == 0);
       }
     }
   }

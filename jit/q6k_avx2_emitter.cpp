@@ -81,16 +81,7 @@ class Q6KAvx2 : public MatmulAvx2Frame {
       for (int st = 0; st < ns; ++st) vpmovsxbw(W(st, ns), ptr[stream(st, L_.scp(i))]);
       for (int m = 0; m < mr; ++m) {
         vpbroadcastd(yA, ptr[xrow(m, kQ8KBsums + 4 * i)]);
-        for (int st = 0; st < ns; ++st) {
-          if (i == 0) {
-            vpmaddwd(U(m, st, ns), W(st, ns), yA);
-          } else if (vnni_) {
-            dot_words(U(m, st, ns), W(st, ns), yA);
-          } else {
-            vpmaddwd(yT, W(st, ns), yA);
-            vpaddd(U(m, st, ns), U(m, st, ns), yT);
-          }
-        }
+        for (int st = 0; st < ns; ++st) word_dot(m, st, ns, i == 0);
       }
     }
     for (int m = 0; m < mr; ++m)
