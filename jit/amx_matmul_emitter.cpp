@@ -85,7 +85,7 @@ class AmxMatmul : public MatmulAvx512Frame {
 
   void generate_amx() {
     const Reg64 args = rdi;
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    push_callee_saved();
     sub(rsp, kFrame);
     // Static tile configuration; the row counts are patched per body.
     for (int i = 0; i < 64; i += 8) {
@@ -105,59 +105,21 @@ class AmxMatmul : public MatmulAvx512Frame {
     mov(ptr[rsp + kLdr], rax);
     mov(r15, ptr[args + 0]);
     mov(rbx, ptr[args + 8]);
-    mov(rax, ptr[args + 72]);
-    mov(ecx, eax);
-    and_(ecx, 15);
-    mov(edx, 1);
-    shl(edx, cl);
-    dec(edx);
-    mov(r8d, 0xFFFF);
-    test(ecx, ecx);
-    cmovz(edx, r8d);
-    kmovw(k2, edx);
-    lea(r13, ptr[rax + 15]);
-    shr(r13, 4);
-    vpbroadcastd(zLo, cst_scalar(0));
-    vpbroadcastd(zHi, cst_scalar(1));
-
-    Label done, group, tails;
-    L(group);
-    cmp(r13, np_);
-    jl(tails, T_NEAR);
-    {
-      Label set;
-      kxnorw(k3, k3, k3);
-      jne(set);
-      kmovw(k3, k2);
-      L(set);
-      emit_mloop(np_);
-      add(r15, int(np_ * ps_));
-      add(rbx, int(np_ * ps_));
-      add(qword[rsp + kYGroup], np_ * 64);
-      add(qword[rsp + kRGroup], np_ * 64);
-      sub(r13, np_);
-      jmp(group, T_NEAR);
-    }
-    L(tails);
-    for (int np = np_ - 1; np >= 1; --np) {
-      Label next;
-      cmp(r13, np);
-      jne(next, T_NEAR);
-      kmovw(k3, k2);
-      emit_mloop(np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
+    emit_panel_setup();
+    emit_group_loop();
     tilerelease();
     vzeroupper();
     add(rsp, kFrame);
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+    pop_callee_saved();
     ret();
     emit_constants();
   }
 
-  void emit_mloop(int np) {
+  int off_ygroup() const override { return kYGroup; }
+  int off_rgroup() const override { return kRGroup; }
+
+  // Rows loop of one column group: bodies of up to 16 rows.
+  void emit_mloop(int np) override {
     mov(r12, ptr[rdi + 64]);
     mov(r14, ptr[rdi + 16]);
     mov(rax, ptr[rsp + kYGroup]);

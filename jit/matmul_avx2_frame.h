@@ -1,42 +1,30 @@
 #pragma once
-// Shared scaffolding of the ymm (8-row panel) matmul emitters of the AVX2 and AVX-VNNI paths, the
-// counterpart of matmul_avx512_frame.h: loops over column groups and row blocks with tails, float
-// accumulators on the stack, epilogues (store, residual, SwiGLU). A derived emitter emits one
+// Shared scaffolding of the ymm (8-row panel) matmul emitters of the AVX2 and AVX-VNNI paths on top
+// of MatmulFrame, the counterpart of matmul_avx512_frame.h: ymm register roles, tail masks, float
+// accumulator updates, epilogues (store, residual, SwiGLU). A derived emitter emits one
 // super-block; with vnni_ it uses vpdpbusd / vpdpwssd (dot_bytes / dot_words) in the encoding the
 // spec names, everything else is the same VEX code on both paths.
 #include <bit>
 
-#include "jit/emitter.h"
+#include "jit/matmul_frame.h"
 #include "jit/silu_constants.h"
 #include "runtime/error.h"
-#include "runtime/quants/quants.h"
 
 namespace ckjit::jit {
 
-class MatmulAvx2Frame : public Emitter {
+class MatmulAvx2Frame : public MatmulFrame {
  protected:
   using Ymm = Xbyak::Ymm;
   using Xmm = Xbyak::Xmm;
-  using Reg64 = Xbyak::Reg64;
-  using RegExp = Xbyak::RegExp;
-  using Address = Xbyak::Address;
-  using Label = Xbyak::Label;
-  static constexpr int kQ8KBytes = sizeof(quant::BlockQ8_K);
-  static constexpr int kQ8KQs = 4, kQ8KBsums = 260;
 
   MatmulAvx2Frame(const KernelSpec& s, int64_t block_bytes, int64_t k_block, bool min_acc)
-      : Emitter(s), block_bytes_(block_bytes), min_acc_(min_acc) {
-    swiglu_ = s.op == Op::SwiGLU;
-    mr_ = s.mr;
-    np_ = swiglu_ ? s.nr / 2 : s.nr;
-    nb_ = int(s.k / k_block);
-    ps_ = int64_t(nb_) * block_bytes;
+      : MatmulFrame(s, 32, block_bytes, k_block, min_acc) {
     if (!is_ymm_path(s.isa)) throw Error(std::string("ymm matmul kernel: not a ymm path: ") + isa_name(s.isa));
     vnni_ = s.isa == IsaPath::AvxVnni;
     enc_ = s.enc == VnniEncoding::Evex ? Xbyak::EvexEncoding : Xbyak::VexEncoding;
     std::string why = register_block_problem(s.isa, s.op, s.mr, s.nr);
     if (!why.empty()) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: " + why);
-    if (ps_ * np_ > (int64_t(1) << 30)) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: k too large");
+    if (k_too_large()) throw Error(std::string(isa_name(s.isa)) + " matmul kernel: k too large");
   }
 
   // acc += Σ4 u8·s8 per dword lane (vpdpbusd; no saturation) and acc += Σ2 s16·s16 (vpdpwssd).
@@ -44,28 +32,10 @@ class MatmulAvx2Frame : public Emitter {
   void dot_bytes(const Ymm& acc, const Ymm& u8, const Xbyak::Operand& s8) { vpdpbusd(acc, u8, s8, enc_); }
   void dot_words(const Ymm& acc, const Ymm& a, const Xbyak::Operand& b) { vpdpwssd(acc, a, b, enc_); }
 
-  // One super-block of an mr x ns tile; must leave the float accumulators updated.
-  // Registers: U/S per (row, stream), W per stream, yA, yT, yMask (0x0F bytes).
-  virtual void emit_superblock(int mr, int ns) = 0;
-
-  int64_t block_bytes_;
-  bool min_acc_;
   bool vnni_ = false;  // AvxVnni path: derived emitters emit their vpdpbusd super-block
   Xbyak::PreferredEncoding enc_ = Xbyak::VexEncoding;
-  bool swiglu_ = false;
-  int mr_ = 0, np_ = 0, nb_ = 0;
-  int64_t ps_ = 0;
   Label consts_, iota_, ones16_;
 
-  int acc_bytes() const { return 2 * 6 * 4 * 32; }
-  int off_acc(int m, int st, int ns, bool mins) const { return ((mins ? 6 * 4 : 0) + m * ns + st) * 32; }
-  int off_ygroup() const { return acc_bytes(); }
-  int off_rgroup() const { return acc_bytes() + 8; }
-  int off_ldx_mr() const { return acc_bytes() + 16; }
-  int off_ldy_mr() const { return acc_bytes() + 24; }
-  int off_ldr_mr() const { return acc_bytes() + 32; }
-  int off_ldy() const { return acc_bytes() + 40; }
-  int off_ldr() const { return acc_bytes() + 48; }
   int off_saved_rsp() const { return acc_bytes() + 56; }
   int off_tailmask() const { return acc_bytes() + 64; }   // 8 dwords: lanes < n%8 (all when 0)
   int off_storemask() const { return acc_bytes() + 96; }  // mask of the current group's last panel
@@ -95,48 +65,65 @@ class MatmulAvx2Frame : public Emitter {
   }
   const Ymm yA{13}, yT{14}, yMask{15};
 
-  RegExp stream(int st, int64_t off) const {
-    if (!swiglu_) return rsi + int(st * ps_ + off);
-    return (st % 2 == 0 ? rsi : r8) + int((st / 2) * ps_ + off);
+  // VNNI path: U = 0 for every (row, stream), then U(m, st) += W(st) · the activation quad at
+  // offset x_off of row m (vpdpbusd), quad by quad.
+  void vnni_clear_sums(int mr, int ns) {
+    for (int m = 0; m < mr; ++m)
+      for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
   }
-  RegExp xrow(int m, int off) const {
-    const Reg64& base = m < 3 ? r9 : r10;
-    switch (m % 3) {
-      case 0: return base + off;
-      case 1: return base + r11 + off;
-      default: return base + r11 * 2 + off;
+  void vnni_dot_quad(int mr, int ns, int x_off) {
+    for (int m = 0; m < mr; ++m) {
+      vpbroadcastd(yA, ptr[xrow(m, x_off)]);
+      for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
     }
   }
+
+  // U(m, st) (+)= W(st) · yA as int16 pairs in int32 (vpmaddwd; vpdpwssd on the VNNI path);
+  // `first` starts it.
+  void word_dot(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddwd(U(m, st, ns), W(st, ns), yA);
+    } else if (vnni_) {
+      dot_words(U(m, st, ns), W(st, ns), yA);
+    } else {
+      vpmaddwd(yT, W(st, ns), yA);
+      vpaddd(U(m, st, ns), U(m, st, ns), yT);
+    }
+  }
+
+  // madd path: U(m, st) (+)= W(st) · yA as u8·s8 pairs in int16 (vpmaddubsw); `first` starts it.
+  void madd_bytes(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddubsw(U(m, st, ns), W(st, ns), yA);
+    } else {
+      vpmaddubsw(yT, W(st, ns), yA);
+      vpaddw(U(m, st, ns), U(m, st, ns), yT);
+    }
+  }
+  // madd path: S(m, st) (+)= U(m, st) · W(st) as int16 pairs in int32 (vpmaddwd); `first` starts
+  // it, otherwise U is clobbered.
+  void madd_scale(int m, int st, int ns, bool first) {
+    if (first) {
+      vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
+    } else {
+      vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
+      vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
+    }
+  }
+
   Address cst(int index) { return ptr[rip + consts_ + index * 4]; }
 
   // Call at the end of the derived constructor.
   void generate() {
     const Reg64 args = rdi;
-    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    push_callee_saved();
     // A 64-byte aligned frame: the stack slots are read and written every sub-block, and a
     // misaligned ymm access may split a cache line.
     mov(rax, rsp);
     sub(rsp, frame());
     and_(rsp, -64);
     mov(ptr[rsp + off_saved_rsp()], rax);
-    mov(r11, ptr[args + 24]);
-    mov(rax, ptr[args + 32]);
-    mov(ptr[rsp + off_ygroup()], rax);
-    mov(rax, ptr[args + 48]);
-    mov(ptr[rsp + off_rgroup()], rax);
-    mov(rax, r11);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldx_mr()], rax);
-    mov(rax, ptr[args + 40]);
-    mov(ptr[rsp + off_ldy()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldy_mr()], rax);
-    mov(rax, ptr[args + 56]);
-    mov(ptr[rsp + off_ldr()], rax);
-    imul(rax, rax, mr_);
-    mov(ptr[rsp + off_ldr_mr()], rax);
-    mov(r15, ptr[args + 0]);
-    mov(rbx, ptr[args + 8]);
+    emit_load_args();
     // Tail mask: lane i active when i < n%8 (every lane when n%8 == 0).
     mov(rax, ptr[args + 72]);
     mov(ecx, eax);
@@ -152,43 +139,26 @@ class MatmulAvx2Frame : public Emitter {
     lea(r13, ptr[rax + 7]);
     shr(r13, 3);
     vpbroadcastd(yMask, cst(0));
+    emit_group_loop();
+    vzeroupper();
+    mov(rsp, ptr[rsp + off_saved_rsp()]);
+    pop_callee_saved();
+    ret();
+    emit_constants();
+  }
 
-    Label done, group, tails;
-    L(group);
-    cmp(r13, np_);
-    jl(tails, T_NEAR);
-    {
-      Label not_last, set;
+  // The store mask of the group's last panel: all lanes unless it holds column n-1.
+  void emit_group_mask(bool full) override {
+    if (full) {
+      Label set;
       vpcmpeqd(yT, yT, yT);
       jne(set);
       vmovdqu(yT, ptr[rsp + off_tailmask()]);
       L(set);
-      vmovdqu(ptr[rsp + off_storemask()], yT);
-      emit_mloop(np_);
-      add(r15, int(np_ * ps_));
-      add(rbx, int(np_ * ps_));
-      add(qword[rsp + off_ygroup()], np_ * 32);
-      add(qword[rsp + off_rgroup()], np_ * 32);
-      sub(r13, np_);
-      jmp(group, T_NEAR);
-    }
-    L(tails);
-    for (int np = np_ - 1; np >= 1; --np) {
-      Label next;
-      cmp(r13, np);
-      jne(next, T_NEAR);
+    } else {
       vmovdqu(yT, ptr[rsp + off_tailmask()]);
-      vmovdqu(ptr[rsp + off_storemask()], yT);
-      emit_mloop(np);
-      jmp(done, T_NEAR);
-      L(next);
     }
-    L(done);
-    vzeroupper();
-    mov(rsp, ptr[rsp + off_saved_rsp()]);
-    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
-    ret();
-    emit_constants();
+    vmovdqu(ptr[rsp + off_storemask()], yT);
   }
 
   void emit_constants() {
@@ -208,33 +178,6 @@ class MatmulAvx2Frame : public Emitter {
     for (int i = 0; i < 8; ++i) dd(0x00010001);
   }
 
-  void emit_mloop(int np) {
-    mov(r12, ptr[rdi + 64]);
-    mov(r14, ptr[rdi + 16]);
-    mov(rax, ptr[rsp + off_ygroup()]);
-    mov(rbp, ptr[rsp + off_rgroup()]);
-    Label loop, tails, done;
-    L(loop);
-    cmp(r12, mr_);
-    jl(tails, T_NEAR);
-    emit_body(mr_, np);
-    add(r14, ptr[rsp + off_ldx_mr()]);
-    add(rax, ptr[rsp + off_ldy_mr()]);
-    add(rbp, ptr[rsp + off_ldr_mr()]);
-    sub(r12, mr_);
-    jmp(loop, T_NEAR);
-    L(tails);
-    for (int mr = mr_ - 1; mr >= 1; --mr) {
-      Label next;
-      cmp(r12, mr);
-      jne(next, T_NEAR);
-      emit_body(mr, np);
-      jmp(done, T_NEAR);
-      L(next);
-    }
-    L(done);
-  }
-
   // Loads the (v, v) word pairs of 8 unsigned bytes at addr into y: zero-extend, then * 0x10001.
   void load_pairs(const Ymm& y, const Address& addr) {
     vpmovzxbd(y, addr);
@@ -242,33 +185,11 @@ class MatmulAvx2Frame : public Emitter {
     vpmulld(y, y, yA);
   }
 
-  void emit_body(int mr, int np) {
-    const int ns = swiglu_ ? 2 * np : np;
-    mov(rsi, r15);
-    mov(r8, rbx);
-    mov(r9, r14);
-    lea(r10, ptr[r11 + r11 * 2]);
-    add(r10, r9);
-    mov(ecx, nb_);
+  Xbyak::Xmm emit_zero_vector() override {
     vpxor(yT, yT, yT);
-    for (int m = 0; m < mr; ++m)
-      for (int st = 0; st < ns; ++st) {
-        vmovups(ptr[rsp + off_acc(m, st, ns, false)], yT);
-        vmovups(ptr[rsp + off_acc(m, st, ns, true)], yT);
-      }
-    Label sb;
-    L(sb);
-    emit_superblock(mr, ns);
-    add(rsi, int(block_bytes_));
-    add(r8, int(block_bytes_));
-    add(r9, act_block_bytes());
-    add(r10, act_block_bytes());
-    dec(ecx);
-    jnz(sb, T_NEAR);
-    emit_epilogue(mr, np, ns);
+    return yT;
   }
 
-  virtual int act_block_bytes() const { return kQ8KBytes; }
   virtual void emit_load_act_scale(const Ymm& y, int m) { vbroadcastss(y, ptr[xrow(m, 0)]); }
 
   // acc = fma(float(v), f16(d)*D, acc) per (row, stream); v = S (or U into the min accumulator).
@@ -289,12 +210,7 @@ class MatmulAvx2Frame : public Emitter {
     }
   }
 
-  void load_result(const Ymm& y, int m, int st, int ns) {
-    vmovups(y, ptr[rsp + off_acc(m, st, ns, false)]);
-    if (min_acc_) vsubps(y, y, ptr[rsp + off_acc(m, st, ns, true)]);
-  }
-
-  void emit_epilogue(int mr, int np, int ns) {
+  void emit_epilogue(int mr, int np, int ns) override {
     mov(rdx, rax);
     mov(rsi, rbp);
     const Ymm mask(6);

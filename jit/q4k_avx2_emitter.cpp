@@ -38,18 +38,14 @@ class KMinAvx2 : public MatmulAvx2Frame {
 
   void emit_dots_vnni(int mr, int ns) {
     for (int s = 0; s < 8; ++s) {
-      for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+      vnni_clear_sums(mr, ns);
       for (int j = 0; j < 8; ++j) {
         for (int st = 0; st < ns; ++st) {
           if (!kNibbles) vmovdqu(W(st, ns), ptr[stream(st, L_.quad(s, j))]);
           else if (s % 2 == 0) vpand(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);
           else vpandn(W(st, ns), yMask, ptr[stream(st, L_.quad(s, j))]);  // bytes & 0xF0 = 16·q
         }
-        for (int m = 0; m < mr; ++m) {
-          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
-          for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
-        }
+        vnni_dot_quad(mr, ns, kQ8KQs + 32 * s + 4 * j);
       }
       for (int st = 0; st < ns; ++st) {
         vpmovzxbd(W(st, ns), ptr[stream(st, L_.sc(s))]);
@@ -82,26 +78,12 @@ class KMinAvx2 : public MatmulAvx2Frame {
           }
           for (int m = 0; m < mr; ++m) {
             vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 32 * s + 4 * j)]);
-            for (int st = 0; st < ns; ++st) {
-              if (j == j0) {
-                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
-              } else {
-                vpmaddubsw(yT, W(st, ns), yA);
-                vpaddw(U(m, st, ns), U(m, st, ns), yT);
-              }
-            }
+            for (int st = 0; st < ns; ++st) madd_bytes(m, st, ns, j == j0);
           }
         }
         for (int st = 0; st < ns; ++st) load_pairs(W(st, ns), ptr[stream(st, L_.sc(s))]);
         for (int m = 0; m < mr; ++m)
-          for (int st = 0; st < ns; ++st) {
-            if (first) {
-              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
-            } else {
-              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
-              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-            }
-          }
+          for (int st = 0; st < ns; ++st) madd_scale(m, st, ns, first);
         first = false;
       }
   }
@@ -127,16 +109,7 @@ class KMinAvx2 : public MatmulAvx2Frame {
       }
       for (int m = 0; m < mr; ++m) {
         vpbroadcastd(yA, ptr[rsp + off_scratch(m) + 4 * kPairDword[p]]);
-        for (int st = 0; st < ns; ++st) {
-          if (p == 0) {
-            vpmaddwd(U(m, st, ns), W(st, ns), yA);
-          } else if (vnni_) {
-            dot_words(U(m, st, ns), W(st, ns), yA);
-          } else {
-            vpmaddwd(yT, W(st, ns), yA);
-            vpaddd(U(m, st, ns), U(m, st, ns), yT);
-          }
-        }
+        for (int st = 0; st < ns; ++st) word_dot(m, st, ns, p == 0);
       }
     }
   }

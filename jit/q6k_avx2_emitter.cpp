@@ -40,14 +40,10 @@ class Q6KAvx2 : public MatmulAvx2Frame {
 
   void emit_dots_vnni(int mr, int ns) {
     for (int t = 0; t < 16; ++t) {
-      for (int m = 0; m < mr; ++m)
-        for (int st = 0; st < ns; ++st) vpxor(U(m, st, ns), U(m, st, ns), U(m, st, ns));
+      vnni_clear_sums(mr, ns);
       for (int j = 4 * t; j < 4 * t + 4; ++j) {
         for (int st = 0; st < ns; ++st) vmovdqu(W(st, ns), ptr[stream(st, L_.u(j))]);
-        for (int m = 0; m < mr; ++m) {
-          vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 4 * j)]);
-          for (int st = 0; st < ns; ++st) dot_bytes(U(m, st, ns), W(st, ns), yA);
-        }
+        vnni_dot_quad(mr, ns, kQ8KQs + 4 * j);
       }
       // sc_t per lane as a signed dword: the low (t even) or high (t odd) word of the pair.
       for (int st = 0; st < ns; ++st) {
@@ -69,26 +65,12 @@ class Q6KAvx2 : public MatmulAvx2Frame {
           for (int st = 0; st < ns; ++st) vmovdqu(W(st, ns), ptr[stream(st, L_.u(j))]);
           for (int m = 0; m < mr; ++m) {
             vpbroadcastd(yA, ptr[xrow(m, kQ8KQs + 4 * j)]);
-            for (int st = 0; st < ns; ++st) {
-              if (q == 0) {
-                vpmaddubsw(U(m, st, ns), W(st, ns), yA);
-              } else {
-                vpmaddubsw(yT, W(st, ns), yA);
-                vpaddw(U(m, st, ns), U(m, st, ns), yT);
-              }
-            }
+            for (int st = 0; st < ns; ++st) madd_bytes(m, st, ns, q == 0);
           }
         }
         for (int st = 0; st < ns; ++st) load_scale_pair(W(st, ns), st, t);
         for (int m = 0; m < mr; ++m)
-          for (int st = 0; st < ns; ++st) {
-            if (first) {
-              vpmaddwd(S(m, st, ns), U(m, st, ns), W(st, ns));
-            } else {
-              vpmaddwd(U(m, st, ns), U(m, st, ns), W(st, ns));
-              vpaddd(S(m, st, ns), S(m, st, ns), U(m, st, ns));
-            }
-          }
+          for (int st = 0; st < ns; ++st) madd_scale(m, st, ns, first);
         first = false;
       }
   }
@@ -99,16 +81,7 @@ class Q6KAvx2 : public MatmulAvx2Frame {
       for (int st = 0; st < ns; ++st) vpmovsxbw(W(st, ns), ptr[stream(st, L_.scp(i))]);
       for (int m = 0; m < mr; ++m) {
         vpbroadcastd(yA, ptr[xrow(m, kQ8KBsums + 4 * i)]);
-        for (int st = 0; st < ns; ++st) {
-          if (i == 0) {
-            vpmaddwd(U(m, st, ns), W(st, ns), yA);
-          } else if (vnni_) {
-            dot_words(U(m, st, ns), W(st, ns), yA);
-          } else {
-            vpmaddwd(yT, W(st, ns), yA);
-            vpaddd(U(m, st, ns), U(m, st, ns), yT);
-          }
-        }
+        for (int st = 0; st < ns; ++st) word_dot(m, st, ns, i == 0);
       }
     }
     for (int m = 0; m < mr; ++m)

@@ -1,9 +1,7 @@
 // f32 -> Q8_K activation quantizer on AVX2 (ymm), byte-identical to quant::quantize_row_q8_K
 // (same rules as quantize_avx512_emitter.cpp): first element of largest magnitude, iscale =
 // -127/max, q = min(127, round_half_even(iscale*x)), exact bsums, d = 1/iscale, zero blocks zero.
-#include <bit>
-
-#include "jit/emitter.h"
+#include "jit/quantize_emitter.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {
@@ -11,63 +9,23 @@ namespace {
 
 using namespace Xbyak;
 
-class QuantizeQ8KAvx2 : public Emitter {
+class QuantizeQ8KAvx2 : public QuantizeEmitter {
  public:
-  explicit QuantizeQ8KAvx2(const KernelSpec& s) : Emitter(s) { generate(); }
+  explicit QuantizeQ8KAvx2(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_;
-
   void generate() {
     const int nb = int(spec_.k / quant::QK_K);
-    mov(rsi, ptr[rdi + 0]);
-    mov(rdx, ptr[rdi + 8]);
-    mov(r8, ptr[rdi + 16]);
+    load_row_args();
     vbroadcastss(ymm15, ptr[rip + consts_]);       // 0x7fffffff
     vpbroadcastd(ymm14, ptr[rip + consts_ + 12]);  // 127
-    Label rows, rows_done;
-    L(rows);
-    test(r8, r8);
-    jz(rows_done, T_NEAR);
-    mov(r9, rsi);
-    mov(r10, rdx);
-    mov(r11d, nb);
-    Label blocks;
-    L(blocks);
-    emit_block();
-    add(r9, 1024);
-    add(r10, int(sizeof(quant::BlockQ8_K)));
-    dec(r11d);
-    jnz(blocks, T_NEAR);
-    add(rsi, ptr[rdi + 24]);
-    add(rdx, ptr[rdi + 32]);
-    dec(r8);
-    jmp(rows, T_NEAR);
-    L(rows_done);
-    vzeroupper();
-    ret();
-    align(16);
-    L(consts_);
-    dd(0x7fffffff);
-    dd(0);
-    dd(0);
-    dd(127);
-    dd(std::bit_cast<uint32_t>(-127.0f));
-    dd(std::bit_cast<uint32_t>(1.0f));
+    emit_row_loops(nb, 1024, int(sizeof(quant::BlockQ8_K)));
+    emit_q8k_constants(0, 0);
   }
 
-  void emit_block() {
-    vandps(ymm0, ymm15, ptr[r9]);
-    for (int v = 1; v < 32; ++v) {
-      vandps(ymm1, ymm15, ptr[r9 + v * 32]);
-      vmaxps(ymm0, ymm0, ymm1);
-    }
-    vextractf128(xmm1, ymm0, 1);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0x4e);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0xb1);
-    vmaxps(xmm0, xmm0, xmm1);
+  void emit_block() override {
+    emit_abs_max(ymm15, 32);
+    emit_hmax_ymm0();
     Label zero, found, done;
     vxorps(xmm1, xmm1, xmm1);
     vucomiss(xmm0, xmm1);
@@ -81,15 +39,7 @@ class QuantizeQ8KAvx2 : public Emitter {
       test(eax, eax);
       jnz(found, T_NEAR);
     }
-    L(found);
-    tzcnt(eax, eax);
-    add(eax, ecx);
-    vmovss(xmm1, ptr[r9 + rax * 4]);
-    vmovss(xmm2, ptr[rip + consts_ + 16]);
-    vdivss(xmm2, xmm2, xmm1);  // iscale
-    vmovss(xmm3, ptr[rip + consts_ + 20]);
-    vdivss(xmm3, xmm3, xmm2);  // d
-    vmovss(ptr[r10], xmm3);
+    emit_q8k_scale(found);
     vbroadcastss(ymm2, xmm2);
     for (int g = 0; g < 16; ++g) {
       vmulps(ymm3, ymm2, ptr[r9 + g * 64]);

@@ -2,9 +2,7 @@
 // (llama.cpp's quantize_row_q8_K_ref, quants.md §7.1): the first element of largest magnitude
 // gives max (with its sign); iscale = -127/max; q = min(127, round_half_even(iscale*x)) (equal to
 // nearest_int for |iscale*x| <= 127); bsums exact; d = 1/iscale; an all-zero block is all zeros.
-#include <bit>
-
-#include "jit/emitter.h"
+#include "jit/quantize_emitter.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 
@@ -13,69 +11,28 @@ namespace {
 
 using namespace Xbyak;
 
-class QuantizeQ8KAvx512 : public Emitter {
+class QuantizeQ8KAvx512 : public QuantizeEmitter {
  public:
-  explicit QuantizeQ8KAvx512(const KernelSpec& s) : Emitter(s) { generate(); }
+  explicit QuantizeQ8KAvx512(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_;
-
   void generate() {
     const int nb = int(spec_.k / quant::QK_K);
-    // rdi args; rsi x row, rdx y row, r8 rows left, r9 x block, r10 y block, r11d blocks left.
-    mov(rsi, ptr[rdi + 0]);
-    mov(rdx, ptr[rdi + 8]);
-    mov(r8, ptr[rdi + 16]);
+    load_row_args();
     vpbroadcastd(zmm31, ptr[rip + consts_]);       // 0x7fffffff: |x|
     vpbroadcastd(zmm30, ptr[rip + consts_ + 4]);   // 0x01 bytes
     vpbroadcastd(zmm29, ptr[rip + consts_ + 8]);   // 0x0001 words
     vpbroadcastd(zmm28, ptr[rip + consts_ + 12]);  // 127
-    Label rows, rows_done;
-    L(rows);
-    test(r8, r8);
-    jz(rows_done, T_NEAR);
-    mov(r9, rsi);
-    mov(r10, rdx);
-    mov(r11d, nb);
-    Label blocks;
-    L(blocks);
-    emit_block();
-    add(r9, 1024);
-    add(r10, int(sizeof(quant::BlockQ8_K)));
-    dec(r11d);
-    jnz(blocks, T_NEAR);
-    add(rsi, ptr[rdi + 24]);
-    add(rdx, ptr[rdi + 32]);
-    dec(r8);
-    jmp(rows, T_NEAR);
-    L(rows_done);
-    vzeroupper();
-    ret();
-    align(16);
-    L(consts_);
-    dd(0x7fffffff);
-    dd(0x01010101);
-    dd(0x00010001);
-    dd(127);
-    dd(std::bit_cast<uint32_t>(-127.0f));
-    dd(std::bit_cast<uint32_t>(1.0f));
+    emit_row_loops(nb, 1024, int(sizeof(quant::BlockQ8_K)));
+    emit_q8k_constants(0x01010101, 0x00010001);
   }
 
-  void emit_block() {
+  void emit_block() override {
     // amax = max |x| over 16 vectors.
-    vandps(zmm0, zmm31, ptr[r9]);
-    for (int v = 1; v < 16; ++v) {
-      vandps(zmm1, zmm31, ptr[r9 + v * 64]);
-      vmaxps(zmm0, zmm0, zmm1);
-    }
+    emit_abs_max(zmm31, 16);
     vextractf32x8(ymm1, zmm0, 1);
     vmaxps(ymm0, ymm0, ymm1);
-    vextractf128(xmm1, ymm0, 1);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0x4e);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0xb1);
-    vmaxps(xmm0, xmm0, xmm1);  // amax in every lane
+    emit_hmax_ymm0();  // amax in every lane
     Label zero, found, done;
     vxorps(xmm1, xmm1, xmm1);
     vucomiss(xmm0, xmm1);
@@ -90,15 +47,7 @@ class QuantizeQ8KAvx512 : public Emitter {
       test(eax, eax);
       jnz(found, T_NEAR);
     }
-    L(found);
-    tzcnt(eax, eax);
-    add(eax, ecx);
-    vmovss(xmm1, ptr[r9 + rax * 4]);           // max, signed
-    vmovss(xmm2, ptr[rip + consts_ + 16]);     // -127
-    vdivss(xmm2, xmm2, xmm1);                  // iscale = -127 / max
-    vmovss(xmm3, ptr[rip + consts_ + 20]);
-    vdivss(xmm3, xmm3, xmm2);                  // d = 1 / iscale
-    vmovss(ptr[r10], xmm3);
+    emit_q8k_scale(found);
     vbroadcastss(zmm2, xmm2);
     for (int v = 0; v < 16; ++v) {
       vmulps(zmm1, zmm2, ptr[r9 + v * 64]);

@@ -4,7 +4,7 @@
 // id = amax != 0 ? 127/amax : 0; q = round_half_even(x*id) with saturating packs.
 #include <bit>
 
-#include "jit/emitter.h"
+#include "jit/quantize_emitter.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {
@@ -12,41 +12,19 @@ namespace {
 
 using namespace Xbyak;
 
-class QuantizeQ80 : public Emitter {
+class QuantizeQ80 : public QuantizeEmitter {
  public:
-  explicit QuantizeQ80(const KernelSpec& s) : Emitter(s) { generate(); }
+  explicit QuantizeQ80(const KernelSpec& s) : QuantizeEmitter(s) { generate(); }
 
  private:
-  Label consts_, perm_;
+  Label perm_;
 
   void generate() {
     const int nb = int(spec_.k / quant::QK8_0);
-    mov(rsi, ptr[rdi + 0]);
-    mov(rdx, ptr[rdi + 8]);
-    mov(r8, ptr[rdi + 16]);
+    load_row_args();
     vbroadcastss(ymm15, ptr[rip + consts_]);  // 0x7fffffff
     vmovdqu(ymm14, ptr[rip + perm_]);
-    Label rows, rows_done;
-    L(rows);
-    test(r8, r8);
-    jz(rows_done, T_NEAR);
-    mov(r9, rsi);
-    mov(r10, rdx);
-    mov(r11d, nb);
-    Label blocks;
-    L(blocks);
-    emit_block();
-    add(r9, 128);
-    add(r10, int(sizeof(quant::BlockQ8_0)));
-    dec(r11d);
-    jnz(blocks, T_NEAR);
-    add(rsi, ptr[rdi + 24]);
-    add(rdx, ptr[rdi + 32]);
-    dec(r8);
-    jmp(rows, T_NEAR);
-    L(rows_done);
-    vzeroupper();
-    ret();
+    emit_row_loops(nb, 128, int(sizeof(quant::BlockQ8_0)));
     align(32);
     L(perm_);
     for (uint32_t i : {0u, 4u, 1u, 5u, 2u, 6u, 3u, 7u}) dd(i);
@@ -55,18 +33,9 @@ class QuantizeQ80 : public Emitter {
     dd(std::bit_cast<uint32_t>(127.0f));
   }
 
-  void emit_block() {
-    vandps(ymm0, ymm15, ptr[r9]);
-    for (int v = 1; v < 4; ++v) {
-      vandps(ymm1, ymm15, ptr[r9 + v * 32]);
-      vmaxps(ymm0, ymm0, ymm1);
-    }
-    vextractf128(xmm1, ymm0, 1);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0x4e);
-    vmaxps(xmm0, xmm0, xmm1);
-    vshufps(xmm1, xmm0, xmm0, 0xb1);
-    vmaxps(xmm0, xmm0, xmm1);               // amax
+  void emit_block() override {
+    emit_abs_max(ymm15, 4);
+    emit_hmax_ymm0();  // amax
     vmovss(xmm2, ptr[rip + consts_ + 4]);   // 127
     vdivss(xmm3, xmm0, xmm2);               // d = amax / 127
     vcvtps2ph(xmm3, xmm3, 0);               // round to nearest even

@@ -16,59 +16,57 @@ using namespace ckjit::jit;
 using quant::BlockQ4_K;
 using quant::BlockQ8_K;
 
-std::vector<BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
+namespace {
+
+// Blocks for n rows of k elements, filled in order by fill(block, byte, scale) from one generator:
+// byte() draws 0..255, scale() an f16 scale.
+template <class Block, class Fill>
+std::vector<Block> random_blocks(int64_t n, int64_t k, int64_t block_elems, uint32_t seed, Fill fill) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
-  std::vector<BlockQ4_K> v(size_t(n * k / 256));
-  for (auto& b : v) {
-    b.d = quant::f32_to_f16(scale(rng));
-    b.dmin = quant::f32_to_f16(scale(rng));
-    for (auto& s : b.scales) s = uint8_t(byte(rng));
-    for (auto& q : b.qs) q = uint8_t(byte(rng));
-  }
+  std::uniform_int_distribution<int> byte_dist(0, 255);
+  std::uniform_real_distribution<float> scale_dist(0.0005f, 0.02f);
+  auto byte = [&] { return byte_dist(rng); };
+  auto scale = [&] { return quant::f32_to_f16(scale_dist(rng)); };
+  std::vector<Block> v(size_t(n * k / block_elems));
+  for (auto& b : v) fill(b, byte, scale);
   return v;
+}
+
+}  // namespace
+
+std::vector<BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
+  return random_blocks<BlockQ4_K>(n, k, 256, seed, [](BlockQ4_K& b, auto& byte, auto& scale) {
+    b.d = scale();
+    b.dmin = scale();
+    for (auto& s : b.scales) s = uint8_t(byte());
+    for (auto& q : b.qs) q = uint8_t(byte());
+  });
 }
 
 std::vector<quant::BlockQ6_K> random_q6k(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
-  std::vector<quant::BlockQ6_K> v(size_t(n * k / 256));
-  for (auto& b : v) {
-    for (auto& q : b.ql) q = uint8_t(byte(rng));
-    for (auto& q : b.qh) q = uint8_t(byte(rng));
-    for (auto& s : b.scales) s = int8_t(byte(rng) - 128);
-    b.d = quant::f32_to_f16(scale(rng));
-  }
-  return v;
+  return random_blocks<quant::BlockQ6_K>(n, k, 256, seed, [](quant::BlockQ6_K& b, auto& byte, auto& scale) {
+    for (auto& q : b.ql) q = uint8_t(byte());
+    for (auto& q : b.qh) q = uint8_t(byte());
+    for (auto& s : b.scales) s = int8_t(byte() - 128);
+    b.d = scale();
+  });
 }
 
 std::vector<quant::BlockQ8_0> random_q80(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
-  std::vector<quant::BlockQ8_0> v(size_t(n * k / 32));
-  for (auto& b : v) {
-    for (auto& q : b.qs) q = int8_t(byte(rng) - 128);
-    b.d = quant::f32_to_f16(scale(rng));
-  }
-  return v;
+  return random_blocks<quant::BlockQ8_0>(n, k, 32, seed, [](quant::BlockQ8_0& b, auto& byte, auto& scale) {
+    for (auto& q : b.qs) q = int8_t(byte() - 128);
+    b.d = scale();
+  });
 }
 
 std::vector<quant::BlockQ5_K> random_q5k(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
-  std::vector<quant::BlockQ5_K> v(size_t(n * k / 256));
-  for (auto& b : v) {
-    b.d = quant::f32_to_f16(scale(rng));
-    b.dmin = quant::f32_to_f16(scale(rng));
-    for (auto& s : b.scales) s = uint8_t(byte(rng));
-    for (auto& q : b.qh) q = uint8_t(byte(rng));
-    for (auto& q : b.qs) q = uint8_t(byte(rng));
-  }
-  return v;
+  return random_blocks<quant::BlockQ5_K>(n, k, 256, seed, [](quant::BlockQ5_K& b, auto& byte, auto& scale) {
+    b.d = scale();
+    b.dmin = scale();
+    for (auto& s : b.scales) s = uint8_t(byte());
+    for (auto& q : b.qh) q = uint8_t(byte());
+    for (auto& q : b.qs) q = uint8_t(byte());
+  });
 }
 
 // Random weights of the spec's type, repacked for its ISA.
@@ -101,12 +99,11 @@ std::vector<BlockQ8_K> random_q8k(int64_t m, int64_t k, uint32_t seed) {
   return v;
 }
 
-
-KernelSpec q4k_spec(Op op, int mr, int nr, int64_t k, Epilogue ep, IsaPath isa) {
+KernelSpec matmul_spec(TensorType w, Op op, int mr, int nr, int64_t k, Epilogue ep, IsaPath isa) {
   KernelSpec s;
   s.op = op;
-  s.wtype = TensorType::Q4_K;
-  s.atype = TensorType::Q8_K;
+  s.wtype = w;
+  s.atype = w == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   s.isa = isa;
   s.mr = mr;
   s.nr = nr;
@@ -165,5 +162,13 @@ void check_matmul(const KernelSpec& spec, int64_t m, int64_t n, uint32_t seed) {
     for (int64_t c = n; c < n + 3; ++c) REQUIRE(yj[size_t(r * (n + 3) + c)] == -7.0f);
 }
 
+void check_matmul_shapes(KernelSpec spec, std::initializer_list<int64_t> ks, std::initializer_list<int64_t> ns) {
+  for (int64_t k : ks)
+    for (int64_t m : {1, 2, 3, 17})
+      for (int64_t n : ns) {
+        spec.k = k;
+        check_matmul(spec, m, n, uint32_t(k + m + n));
+      }
+}
 
 }  // namespace ckjit::test

@@ -21,9 +21,7 @@ using namespace ckjit::test;
 namespace {
 
 KernelSpec vnni_spec(TensorType w, Op op, int mr, int nr, int64_t k, VnniEncoding enc) {
-  KernelSpec s = q4k_spec(op, mr, nr, k, op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store, IsaPath::AvxVnni);
-  s.wtype = w;
-  if (w == TensorType::Q8_0) s.atype = TensorType::Q8_0;
+  KernelSpec s = matmul_spec(w, op, mr, nr, k, op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store, IsaPath::AvxVnni);
   s.enc = enc;
   return s;
 }

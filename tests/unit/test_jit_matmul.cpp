@@ -158,9 +158,7 @@ TEST_SUITE("jit") {
   TEST_CASE("Q4_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
     if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
     const IsaPath a2 = IsaPath::Avx2;
-    for (int64_t k : {256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {5, 21, 100}) check_matmul(q4k_spec(Op::Gemm, 2, 2, k, Epilogue::Store, a2), m, n, uint32_t(k + m + n));
+    check_matmul_shapes(q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 21, 100});
     check_matmul(q4k_spec(Op::Gemm, 3, 1, 256, Epilogue::ResidualAdd, a2), 7, 29, 6);
     for (int64_t m : {1, 2, 3}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 2048, Epilogue::Store, a2), m, 37, uint32_t(m));
     for (int64_t m : {1, 2, 3, 17})
@@ -216,23 +214,11 @@ TEST_SUITE("jit") {
 
   TEST_CASE("Q6_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
     if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
-    g.wtype = TensorType::Q6_K;
-    for (int64_t k : {256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {7, 53}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    g.k = 512;
-    g.epilogue = Epilogue::ResidualAdd;
-    check_matmul(g, 5, 40, 2);
-    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
-    v.wtype = TensorType::Q6_K;
-    check_matmul(v, 1, 100, 3);
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
-    sw.wtype = TensorType::Q6_K;
-    check_matmul(sw, 7, 33, 4);
+    const TensorType wt = TensorType::Q6_K;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {256, 4096}, {7, 53});
+    check_matmul(matmul_spec(wt, Op::Gemm, 4, 3, 512, Epilogue::ResidualAdd), 5, 40, 2);
+    check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048), 1, 100, 3);
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), 7, 33, 4);
   }
 }
 
@@ -247,23 +233,11 @@ TEST_SUITE("jit") {
 
   TEST_CASE("Q8_0 avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
     if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
-    g.wtype = g.atype = TensorType::Q8_0;
-    for (int64_t k : {32, 256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {9, 53}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    g.k = 512;
-    g.epilogue = Epilogue::ResidualAdd;
-    check_matmul(g, 5, 40, 2);
-    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
-    v.wtype = v.atype = TensorType::Q8_0;
-    check_matmul(v, 1, 100, 3);
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
-    sw.wtype = sw.atype = TensorType::Q8_0;
-    check_matmul(sw, 7, 33, 4);
+    const TensorType wt = TensorType::Q8_0;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {32, 256, 4096}, {9, 53});
+    check_matmul(matmul_spec(wt, Op::Gemm, 4, 3, 512, Epilogue::ResidualAdd), 5, 40, 2);
+    check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048), 1, 100, 3);
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), 7, 33, 4);
     // The reference itself against llama.cpp's vec_dot (different float order: tolerance).
     auto wq = random_q80(1, 256, 8);
     std::vector<float> xf(256, 0.0f);
@@ -294,20 +268,10 @@ TEST_SUITE("jit") {
 
   TEST_CASE("Q5_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
     if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 4, 3, 256);
-    g.wtype = TensorType::Q5_K;
-    for (int64_t k : {256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {7, 53}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    KernelSpec v = q4k_spec(Op::Gemv, 1, 4, 2048);
-    v.wtype = TensorType::Q5_K;
-    check_matmul(v, 1, 100, 3);
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU);
-    sw.wtype = TensorType::Q5_K;
-    check_matmul(sw, 7, 33, 4);
+    const TensorType wt = TensorType::Q5_K;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {256, 4096}, {7, 53});
+    check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048), 1, 100, 3);
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), 7, 33, 4);
   }
 }
 
@@ -343,50 +307,27 @@ TEST_SUITE("jit") {
 TEST_SUITE("jit") {
   TEST_CASE("Q8_0 avx2 GEMM and SwiGLU equal their scalar twins") {
     if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
-    g.wtype = g.atype = TensorType::Q8_0;
-    for (int64_t k : {32, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {5, 29}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
-    sw.wtype = sw.atype = TensorType::Q8_0;
-    check_matmul(sw, 3, 17, 4);
+    const TensorType wt = TensorType::Q8_0;
+    const IsaPath a2 = IsaPath::Avx2;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {32, 4096}, {5, 29});
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), 3, 17, 4);
   }
 
   TEST_CASE("Q5_K avx2 GEMM and SwiGLU equal their scalar twins") {
     if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
-    g.wtype = TensorType::Q5_K;
-    for (int64_t k : {256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {5, 29}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
-    sw.wtype = TensorType::Q5_K;
-    check_matmul(sw, 3, 17, 4);
+    const TensorType wt = TensorType::Q5_K;
+    const IsaPath a2 = IsaPath::Avx2;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 29});
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), 3, 17, 4);
   }
 
   TEST_CASE("Q6_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
     if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
-    KernelSpec g = q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, IsaPath::Avx2);
-    g.wtype = TensorType::Q6_K;
-    for (int64_t k : {256, 4096})
-      for (int64_t m : {1, 2, 3, 17})
-        for (int64_t n : {5, 29}) {
-          g.k = k;
-          check_matmul(g, m, n, uint32_t(k + m + n));
-        }
-    g.k = 512;
-    g.epilogue = Epilogue::ResidualAdd;
-    check_matmul(g, 5, 20, 2);
-    KernelSpec sw = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, IsaPath::Avx2);
-    sw.wtype = TensorType::Q6_K;
-    check_matmul(sw, 3, 17, 4);
+    const TensorType wt = TensorType::Q6_K;
+    const IsaPath a2 = IsaPath::Avx2;
+    check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 29});
+    check_matmul(matmul_spec(wt, Op::Gemm, 2, 2, 512, Epilogue::ResidualAdd, a2), 5, 20, 2);
+    check_matmul(matmul_spec(wt, Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), 3, 17, 4);
   }
 }
 
