@@ -328,6 +328,8 @@ TEST_SUITE("jit") {
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 29});
     check_matmul(matmul_spec(wt, Op::Gemm, 2, 2, 512, Epilogue::ResidualAdd, a2), 5, 20, 2);
     check_matmul(matmul_spec(wt, Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), 3, 17, 4);
+    for (int64_t m : {1, 2, 3}) check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048, Epilogue::Store, a2), m, 37, uint32_t(m));
+    check_matmul(matmul_spec(wt, Op::Gemv, 1, 2, 256, Epilogue::ResidualAdd, a2), 1, 21, 9);
   }
 }
 
