@@ -9,6 +9,8 @@
 #include <sstream>
 #include <vector>
 
+#include <unistd.h>
+
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
@@ -117,6 +119,29 @@ TEST_SUITE("jit") {
     }
     CHECK(found);
     CHECK(&global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256)) == &k);  // cached
+  }
+
+  TEST_CASE("CKJIT_PERF_MAP lists each generated kernel for perf with its address size and spec") {
+    setenv("CKJIT_PERF_MAP", "1", 1);
+    const KernelSpec spec = q4k_spec(Op::Gemv, 1, 3, 768);  // a spec no other test emits
+    const auto& k = global_code_cache().get(spec);
+    unsetenv("CKJIT_PERF_MAP");
+    const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+    std::ifstream map(path);
+    REQUIRE(map.good());
+    std::string line, want = "ckjit[" + spec.to_string() + "]";
+    bool found = false;
+    while (std::getline(map, line)) {
+      std::istringstream in(line);
+      std::string start, size, name;
+      in >> start >> size >> name;
+      if (name != want) continue;
+      found = true;
+      CHECK(std::stoull(start, nullptr, 16) == reinterpret_cast<uintptr_t>(k.entry()));
+      CHECK(std::stoull(size, nullptr, 16) == k.size());
+    }
+    CHECK(found);
+    std::remove(path.c_str());
   }
 
   TEST_CASE("describe_kernel names the spec and dumps the code") {
