@@ -74,16 +74,9 @@ void run_planned(Workers& pool, const Tiling& t, int64_t m, int64_t n, const F& 
       const Range r = split_range(rows.end - rows.begin, int64_t(sub), int64_t(part), t.mr);
       rows = {rows.begin + r.begin, rows.begin + r.end};
     }
-    auto tile = [&](int64_t i, int64_t j) {
-      tile_fn(jit::Tile{i, std::min(i + t.mc, rows.end), j, std::min(j + t.nc, cols.end)});
-    };
-    if (t.order == LoopOrder::n_k_m) {
-      for (int64_t j = cols.begin; j < cols.end; j += t.nc)
-        for (int64_t i = rows.begin; i < rows.end; i += t.mc) tile(i, j);
-    } else {
-      for (int64_t i = rows.begin; i < rows.end; i += t.mc)
-        for (int64_t j = cols.begin; j < cols.end; j += t.nc) tile(i, j);
-    }
+    planner::for_each_tile(t, rows, cols, [&](planner::Range r, planner::Range c) {
+      tile_fn(jit::Tile{r.begin, r.end, c.begin, c.end});
+    });
   };
   if (threads >= pool.size()) {
     pool.run(pieces, [&](size_t piece, int) { run_piece(piece); });

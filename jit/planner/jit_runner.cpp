@@ -104,17 +104,8 @@ void JitRunner::run(const Plan& plan, ThreadPool& pool) {
   }
   const TaskGrid grid{plan.shape, t};
   pool.run(grid.tasks(), [&](std::size_t task, int) {
-    const Range rows = grid.rows(task), cols = grid.cols(task);
-    auto tile = [&](int64_t i, int64_t j) {
-      jit::run_tile(k, op, {i, std::min(i + t.mc, rows.end), j, std::min(j + t.nc, cols.end)});
-    };
-    if (t.order == LoopOrder::n_k_m) {
-      for (int64_t j = cols.begin; j < cols.end; j += t.nc)
-        for (int64_t i = rows.begin; i < rows.end; i += t.mc) tile(i, j);
-    } else {
-      for (int64_t i = rows.begin; i < rows.end; i += t.mc)
-        for (int64_t j = cols.begin; j < cols.end; j += t.nc) tile(i, j);
-    }
+    for_each_tile(t, grid.rows(task), grid.cols(task),
+                  [&](Range r, Range c) { jit::run_tile(k, op, {r.begin, r.end, c.begin, c.end}); });
   });
 }
 

@@ -34,4 +34,20 @@ struct TaskGrid {
   }
 };
 
+// Calls fn(tile_rows, tile_cols) for the mc x nc tiles of rows x cols, in the tiling's loop order
+// (K is not blocked in the JIT kernels: each tile runs over the whole of K).
+template <class F>
+void for_each_tile(const Tiling& t, Range rows, Range cols, const F& fn) {
+  auto tile = [&](int64_t i, int64_t j) {
+    fn(Range{i, i + t.mc < rows.end ? i + t.mc : rows.end}, Range{j, j + t.nc < cols.end ? j + t.nc : cols.end});
+  };
+  if (t.order == LoopOrder::n_k_m) {
+    for (int64_t j = cols.begin; j < cols.end; j += t.nc)
+      for (int64_t i = rows.begin; i < rows.end; i += t.mc) tile(i, j);
+  } else {
+    for (int64_t i = rows.begin; i < rows.end; i += t.mc)
+      for (int64_t j = cols.begin; j < cols.end; j += t.nc) tile(i, j);
+  }
+}
+
 }  // namespace ckjit::planner
