@@ -29,6 +29,20 @@ inline float block_max(const float* x, float& amax) {
   return mx;
 }
 
+// Sets iscale = -127/max and returns true, or writes an all-zero block as zeros and returns false.
+inline bool start_block(const float* x, BlockQ8_K& b, float& iscale) {
+  float amax;
+  const float mx = block_max(x, amax);
+  if (amax == 0.0f) {
+    b.d = 0.0f;
+    std::memset(b.qs, 0, sizeof b.qs);
+    std::memset(b.bsums, 0, sizeof b.bsums);
+    return false;
+  }
+  iscale = -127.0f / mx;
+  return true;
+}
+
 void finish_block(BlockQ8_K& b, float iscale) {
   for (int g = 0; g < QK_K / 16; ++g) {
     int s = 0;
@@ -42,16 +56,9 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* x,
   const __m512 magic = _mm512_set1_ps(kMagic);
   const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000), hi = _mm512_set1_epi32(127);
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
-    float amax;
-    const float mx = block_max(x, amax);
     BlockQ8_K& b = y[i];
-    if (amax == 0.0f) {
-      b.d = 0.0f;
-      std::memset(b.qs, 0, sizeof b.qs);
-      std::memset(b.bsums, 0, sizeof b.bsums);
-      continue;
-    }
-    const float iscale = -127.0f / mx;
+    float iscale;
+    if (!start_block(x, b, iscale)) continue;
     const __m512 is = _mm512_set1_ps(iscale);
     for (int j = 0; j < QK_K; j += 16) {
       __m512 v = _mm512_fmadd_ps(is, _mm512_loadu_ps(x + j), magic);
@@ -70,16 +77,9 @@ void quantize_row_q8_K_fma(const float* x, BlockQ8_K* y, int64_t n) {
   static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   if (avx512) return quantize_avx512(x, y, nb);
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
-    float amax;
-    const float mx = block_max(x, amax);
     BlockQ8_K& b = y[i];
-    if (amax == 0.0f) {
-      b.d = 0.0f;
-      std::memset(b.qs, 0, sizeof b.qs);
-      std::memset(b.bsums, 0, sizeof b.bsums);
-      continue;
-    }
-    const float iscale = -127.0f / mx;
+    float iscale;
+    if (!start_block(x, b, iscale)) continue;
     for (int j = 0; j < QK_K; ++j) b.qs[j] = int8_t(std::min(127, nearest_int_fma(iscale, x[j])));
     finish_block(b, iscale);
   }
