@@ -21,6 +21,7 @@
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/planner/planner.h"
+#include "perf/bench_data.h"
 #include "perf/bench_ggml.h"
 #include "perf/bench_ggml_graph.h"
 #include "perf/bench_machine_peak.h"
@@ -66,15 +67,7 @@ std::string load_average() {
 
 std::vector<quant::BlockQ4_K> random_q4k(int64_t n, int64_t k, uint32_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<quant::BlockQ4_K> v(size_t(n * k / 256));
-  for (auto& b : v) {
-    uint64_t r = rng();
-    b.d = quant::f32_to_f16(0.001f + float(r & 1023) * 1e-5f);
-    b.dmin = quant::f32_to_f16(0.001f + float((r >> 10) & 1023) * 1e-5f);
-    for (int i = 0; i < 12; i += 4) { uint32_t w = uint32_t(rng()); std::memcpy(b.scales + i, &w, 4); }
-    for (int i = 0; i < 128; i += 8) { uint64_t w = rng(); std::memcpy(b.qs + i, &w, 8); }
-  }
-  return v;
+  return random_q4k_blocks(size_t(n * k / 256), rng);
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -330,14 +323,9 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
       double read = 0, t_round[2] = {0, 0};
       {
         Team team(nt);
-        const planner::ReadLoop& loop = *probes[size_t(r % 3)];
-        const size_t unit = size_t(512) * size_t(loop.streams());
-        const size_t share = probe_bytes / size_t(nt) / unit * unit;
-        double a = now_s();
-        team.run([&](int t) { loop.run(probe_buf + share * size_t(t), share); });
-        read = double(share) * nt / (now_s() - a) / 1e9;
+        read = read_pass_gbs(team, *probes[size_t(r % 3)], probe_buf, probe_bytes);
         for (int fused = 0; fused < 2; ++fused) {
-          a = now_s();
+          double a = now_s();
           for (int64_t l = 0; l < layers; ++l) run_split(team, fused ? ks : kg, operands(l, fused, y.data()), 1, n, 1);
           t_round[fused] = (now_s() - a) / layers;
         }

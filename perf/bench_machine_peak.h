@@ -43,6 +43,15 @@ inline PeakResult vnni_peak(Team& team) {
   return best;
 }
 
+// One read pass over [buf, buf + bytes) split across the team, each share read by `loop`: GB/s.
+inline double read_pass_gbs(Team& team, const planner::ReadLoop& loop, const uint8_t* buf, size_t bytes) {
+  const size_t unit = size_t(512) * size_t(loop.streams());
+  const size_t share = bytes / size_t(team.size()) / unit * unit;
+  double t0 = now_s();
+  team.run([&](int t) { loop.run(buf + share * size_t(t), share); });
+  return double(share) * team.size() / (now_s() - t0) / 1e9;
+}
+
 // DRAM read GB/s over a buffer far larger than the last-level cache, split across the team, each
 // share read as 1, 2 or 4 side-by-side streams (kernels read several panels at once; one stream
 // alone under-reports the memory system): the best run of the best stream count.
@@ -52,13 +61,7 @@ inline double dram_read_gbs(Team& team, size_t bytes) {
   double best = 0;
   for (int streams : {1, 2, 4}) {
     planner::ReadLoop loop(streams, true);
-    const size_t unit = size_t(512) * size_t(streams);
-    const size_t share = bytes / size_t(team.size()) / unit * unit;
-    for (int r = 0; r < 5; ++r) {
-      double t0 = now_s();
-      team.run([&](int t) { loop.run(buf + share * size_t(t), share); });
-      best = std::max(best, double(share) * team.size() / (now_s() - t0) / 1e9);
-    }
+    for (int r = 0; r < 5; ++r) best = std::max(best, read_pass_gbs(team, loop, buf, bytes));
   }
   std::free(buf);
   return best;

@@ -15,6 +15,7 @@
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
+#include "perf/bench_data.h"
 #include "perf/bench_machine_peak.h"
 #include "perf/bench_team.h"
 #include "runtime/quants/quants.h"
@@ -41,17 +42,7 @@ int main(int argc, char** argv) try {
   pin_to_cpu(0);
   const int64_t m = 48, n = 64, k = 2048, nbk = k / 256;
   std::mt19937_64 rng(7);
-  auto blocks_q4k = [&]() {
-    std::vector<quant::BlockQ4_K> v(size_t(n * nbk));
-    for (auto& b : v) {
-      uint64_t r = rng();
-      b.d = quant::f32_to_f16(0.001f + float(r & 1023) * 1e-5f);
-      b.dmin = quant::f32_to_f16(0.001f + float((r >> 10) & 1023) * 1e-5f);
-      for (int i = 0; i < 12; i += 4) { uint32_t w = uint32_t(rng()); std::memcpy(b.scales + i, &w, 4); }
-      for (int i = 0; i < 128; i += 8) { uint64_t w = rng(); std::memcpy(b.qs + i, &w, 8); }
-    }
-    return v;
-  };
+  auto blocks_q4k = [&]() { return random_q4k_blocks(size_t(n * nbk), rng); };
   // Q6_K / Q8_0: random bytes with a sane f16 scale.
   auto random_blocks = [&]<class B>(B*, int64_t count) {
     std::vector<B> v(static_cast<size_t>(count));
