@@ -13,27 +13,6 @@ namespace ckjit::graph {
 // y may alias x.
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-// Interleaved M-RoPE ("imrope") for text tokens: one position p on the t, h, w components and 0 on e.
-// Pair k (k < head_dim / 2) rotates elements (k, k + head_dim/2) ("NeoX" style). Which component pair k
-// reads (llama.cpp ggml_mrope_cache_init): h if k%3==1 && k<3*s1, w if k%3==2 && k<3*s2, t if k%3==0
-// && k<3*s0, else e; pairs k >= s0+s1+s2+s3 use the sector k mod that sum. Angles are formed like
-// llama.cpp: theta starts at float(pos) and is multiplied by powf(base, -2/head_dim) once per pair.
-class Rope {
- public:
-  Rope(int64_t head_dim, float base, const int32_t sections[4]);
-  // cos/sin of every pair for position pos (head_dim/2 each).
-  void angles(int64_t pos, float* cos_out, float* sin_out) const;
-  // Rotates n_heads vectors of head_dim in place with the given cos/sin.
-  void apply(float* x, int64_t n_heads, const float* cos_v, const float* sin_v) const;
-  int64_t head_dim() const { return head_dim_; }
-
- private:
-  int64_t head_dim_;
-  float theta_scale_;
-  int32_t sec_[4];
-  std::vector<int8_t> component_;  // per pair: 0 t, 1 h, 2 w, 3 e
-};
-
 // Causal GQA attention over an f16 KV cache (keys/values of positions [0, n_kv) of one layer, row
 // stride kv_width halves). q: m rows of n_head*head_dim; row i is the query at position
 // pos0 + i and attends to cache positions [0, pos0 + i]. out: m rows of n_head*head_dim.

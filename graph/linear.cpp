@@ -19,8 +19,9 @@ using jit::Epilogue;
 using jit::KernelSpec;
 using jit::Op;
 
-// Register blocks: GEMM 4 rows x 3 panels, GEMV 1 row x 4 panels; SwiGLU needs an even nr. The ymm
-// paths have 16 registers (jit::register_block_problem): AVX2 GEMM/SwiGLU take 2 x 2, AVX-VNNI 4 x 2.
+// Fixed register blocks (used where the planner gave none): GEMM 4 rows x 3 panels, GEMV 1 row x
+// 4 panels; SwiGLU needs an even nr. The ymm paths have 16 registers (jit::register_block_problem):
+// AVX2 GEMM/SwiGLU take 2 x 2, AVX-VNNI 4 x 2. AMX works on 16-row tiles and has no GEMV.
 KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op op, Epilogue ep) {
   KernelSpec s;
   s.op = op;
@@ -34,6 +35,10 @@ KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op 
   s.nr = op == Op::SwiGLU ? 2 : (single ? 4 : 3);
   if (jit::is_ymm_path(isa) && !single) {
     s.mr = isa == jit::IsaPath::AvxVnni ? 4 : 2;
+    s.nr = 2;
+  }
+  if (isa == jit::IsaPath::Amx) {
+    s.mr = 16;
     s.nr = 2;
   }
   if (op == Op::Gemv) s.m_max = 1;
@@ -54,6 +59,9 @@ std::unique_ptr<jit::PackedWeights> repack(const gguf::TensorInfo& t, int panel,
     case TensorType::Q4_K:
       return std::make_unique<jit::PackedWeights>(
           jit::repack_q4_K(reinterpret_cast<const quant::BlockQ4_K*>(t.data), n, k, panel, threads));
+    case TensorType::Q5_K:
+      return std::make_unique<jit::PackedWeights>(
+          jit::repack_q5_K(reinterpret_cast<const quant::BlockQ5_K*>(t.data), n, k, panel, threads));
     case TensorType::Q6_K:
       return std::make_unique<jit::PackedWeights>(
           jit::repack_q6_K(reinterpret_cast<const quant::BlockQ6_K*>(t.data), n, k, panel, threads));
@@ -89,80 +97,119 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
                                  : k / 256 * int64_t(sizeof(quant::BlockQ8_K));
 }
 
+std::vector<jit::IsaPath> linear_isa_order(const topo::Isa& isa) {
+  std::vector<jit::IsaPath> out;
+  for (jit::IsaPath p : {jit::IsaPath::Amx, jit::IsaPath::Avx512, jit::IsaPath::AvxVnni, jit::IsaPath::Avx2})
+    if (jit::isa_runs(p, isa)) out.push_back(p);
+  if (out.empty() || out.back() != jit::IsaPath::Avx2) throw Error("ckjit needs at least AVX2 + FMA + F16C");
+  return out;
+}
+
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
-    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), isa_(setup.isa), llama_order_(setup.llama_decode_order),
+    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_order_(setup.llama_decode_order),
       llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), name_(t.name) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
+  const std::vector<jit::IsaPath> order = linear_isa_order(setup.isa);
+  two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
+  q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
   if (!setup.allow_jit) return;
-  Kernels kn;
-  kn.gemm = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemm, Epilogue::Store));
-  kn.gemv = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemv, Epilogue::Store));
-  kn.gemm_res = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemm, Epilogue::ResidualAdd));
-  kn.gemv_res = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::Gemv, Epilogue::ResidualAdd));
-  kn.swiglu = try_kernel(spec_for(wtype_, atype_, isa_, k_, Op::SwiGLU, Epilogue::SwiGLU));
-  if (!kn.gemm || !kn.gemv || !kn.gemm_res || !kn.gemv_res) return;
-  packed_ = repack(t, jit::panel_cols(isa_), setup.repack_threads);
-  if (!packed_) return;
-  kern_ = kn;
-  if (!setup.planner) return;
-  LinearPlanner& lp = *setup.planner;
+  // One packed layout for every op: the panel width of the best path; the paths that share it are
+  // the candidates of each op, best first.
+  const int panel = jit::panel_cols(order.front());
+  std::vector<jit::IsaPath> paths;
+  for (jit::IsaPath p : order)
+    if (jit::panel_cols(p) == panel) paths.push_back(p);
   const int64_t rows = std::max<int64_t>(1, setup.plan_rows);
-  // Only the ops this weight will run through the JIT kernels (not the llama-order exact paths).
-  const bool exact_rows = exact_decode_dot() && (wtype_ == TensorType::Q8_0 || llama_prefill_);
-  if (!exact_rows) plan_gemm_ = planned(lp, OpShape{OpKind::gemm, wtype_, rows, n_, k_});
-  if (!exact_decode_dot()) plan_gemv_ = planned(lp, OpShape{OpKind::gemv, wtype_, 1, n_, k_});
-  if (kn.swiglu && setup.plan_swiglu) {
+  LinearPlanner* lp = setup.planner;
+  gemm_ = choose(Op::Gemm, OpShape{OpKind::gemm, wtype_, rows, n_, k_}, true, paths, exact_rows(rows) ? nullptr : lp);
+  gemv_ = choose(Op::Gemv, OpShape{OpKind::gemv, wtype_, 1, n_, k_}, true, paths, exact_rows(1) ? nullptr : lp);
+  if (!gemm_ || !gemv_)
+    throw Error(name_ + ": no JIT kernel for " + tensor_type_info(wtype_).name + " weights on " +
+                jit::isa_name(paths.front()) + " (use --no-jit for the scalar reference)");
+  if (setup.plan_swiglu) {
+    // Plans only for the fused ops that will run (llama.cpp's swiglu replaces them in its orders).
     const bool llama_swiglu = llama_order_ && swiglu_llama_available() && n_ % 16 == 0;
-    if (!(llama_prefill_ && llama_swiglu))
-      plan_swiglu_m_ = planned(lp, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_});
-    if (!llama_swiglu) plan_swiglu_1_ = planned(lp, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_});
+    swiglu_m_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_}, false, paths,
+                       llama_prefill_ && llama_swiglu ? nullptr : lp);
+    swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
+                       llama_swiglu ? nullptr : lp);
   }
+  packed_ = repack(t, panel, setup.repack_threads);
+  if (!packed_) throw Error(name_ + ": no repack for " + std::string(tensor_type_info(wtype_).name));
+  // The GGUF rows are read again only by the exact and reference paths; otherwise the packed copy
+  // is the only one kept in memory.
+  if (!exact_decode_dot() && !uses_reference()) gguf::release_pages(t);
 }
 
-// The kernels for the planner's plan of `shape`; empty (the fixed blocks are used) when the plan
-// names no JIT kernel for this weight, another ISA, or a block the emitters reject.
-Linear::Planned Linear::planned(LinearPlanner& lp, const OpShape& shape) const {
-  Planned out;
-  try {
-    const planner::Plan& p = lp.plan(shape);
-    KernelSpec spec = planner::jit_spec_for(p);
-    if (spec.isa != isa_) {
-      lp.note_fallback(shape, std::string("plan is for ") + jit::isa_name(spec.isa) + ", the run uses " + jit::isa_name(isa_));
-      return out;
+// The first path of `paths` that serves `op`: the planner's blocks when its plan is for that path
+// (and generates), else the fixed blocks; a path whose emitter rejects the spec declines.
+Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual,
+                                 const std::vector<jit::IsaPath>& paths, LinearPlanner* lp) const {
+  const Epilogue store_ep = op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store;
+  std::optional<planner::Plan> plan;
+  if (lp) {
+    try {
+      plan = lp->plan(shape);
+    } catch (const Error& e) {
+      lp->note_fallback(shape, e.what());
     }
-    spec.nc = 0;  // a hint only: one kernel serves every nc
-    if (shape.kind == OpKind::gemv) spec.m_max = 1;
-    out.store = &jit::global_code_cache().get(spec);
-    if (shape.kind != OpKind::gate_up_swiglu) {
-      spec.epilogue = Epilogue::ResidualAdd;
-      out.residual = &jit::global_code_cache().get(spec);
-    }
-    out.tiling = p.tiling;
-  } catch (const Error& e) {
-    lp.note_fallback(shape, e.what());
-    return Planned{};
   }
-  return out;
+  for (jit::IsaPath path : paths) {
+    OpKernels out;
+    if (plan) {
+      try {
+        KernelSpec spec = planner::jit_spec_for(*plan);
+        if (spec.isa == path) {
+          spec.nc = 0;  // a hint only: one kernel serves every nc
+          if (op == Op::Gemv) spec.m_max = 1;
+          out.store = &jit::global_code_cache().get(spec);
+          if (need_residual) {
+            spec.epilogue = Epilogue::ResidualAdd;
+            out.residual = &jit::global_code_cache().get(spec);
+          }
+          out.planned = true;
+          out.tiling = plan->tiling;
+          return out;
+        }
+      } catch (const Error& e) {
+        lp->note_fallback(shape, e.what());
+      }
+    }
+    try {
+      out = OpKernels{};
+      out.store = &jit::global_code_cache().get(spec_for(wtype_, atype_, path, k_, op, store_ep));
+      if (need_residual)
+        out.residual = &jit::global_code_cache().get(spec_for(wtype_, atype_, path, k_, op, Epilogue::ResidualAdd));
+      if (plan && lp) lp->note_fallback(shape, std::string("plan is for another path; ") + jit::isa_name(path) + " uses fixed blocks");
+      return out;
+    } catch (const Error&) {
+      // This path cannot serve the op (e.g. AMX has no GEMV): the next one is tried.
+    }
+  }
+  return OpKernels{};
 }
 
 int64_t Linear::act_row_bytes() const { return graph::act_row_bytes(atype_, k_); }
 
+bool Linear::uses_reference() const { return !packed_ || (wtype_ == TensorType::Q5_K && llama_prefill_); }
+
 std::string Linear::describe() const {
   std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
-  if (packed_)
-    return s + "jit " + jit::isa_name(isa_) + " (gemm " + (plan_gemm_ ? plan_gemm_.store : kern_.gemm)->spec().to_string() +
-           "; gemv " + (plan_gemv_ ? plan_gemv_.store : kern_.gemv)->spec().to_string() + ")" +
-           (exact_decode_dot() ? std::string("; decode: AVX2 ") +
-                                      (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order"
-                                : std::string());
-  const char* order = wtype_ == TensorType::Q4_K   ? "repacked-gemv order"
-                      : wtype_ == TensorType::Q5_K ? "vec_dot_q5_K_q8_K order"
-                      : wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K order"
-                                                   : "vec_dot_q8_0_q8_0 order";
-  return s + "scalar reference (" + order + "; no JIT kernel for this type on " + jit::isa_name(isa_) + ")";
+  if (!packed_) return s + "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)";
+  if (uses_reference()) return s + "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)";
+  auto path = [](const OpKernels& k) { return std::string(jit::isa_name(k.store->spec().isa)); };
+  std::string out = s + "jit gemm " + path(gemm_) + " " + gemm_.store->spec().to_string();
+  if (exact_rows(2)) out = s + "prefill rows in llama.cpp's " + (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order";
+  if (exact_decode_dot())
+    out += std::string("; decode: ") + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm in " : "AVX2 ") +
+           (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order";
+  else
+    out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
+  if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
+  return out;
 }
 
 float Linear::reference_dot(int64_t row, const void* xrow) const {
@@ -204,15 +251,16 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
 }
 
 bool Linear::exact_decode_dot() const {
-  static const bool avx2 = quant::vec_dot_avx2_available();
-  return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0) && avx2;
+  return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0);
 }
+
+bool Linear::exact_rows(int64_t m) const { return exact_decode_dot() && (m == 1 || llama_prefill_); }
 
 void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
-  static const bool two_rows = quant::vec_dot_x2_avx512_available() && jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa());
+  const bool two_rows = two_row_q6k_;
   const int64_t xb = act_row_bytes();
   pool.run(size_t(m * col_tasks), [&](size_t t, int) {
     const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
@@ -245,26 +293,13 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
   });
 }
 
-void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
-  if (m <= 0) return;
-  // Q8_0: llama.cpp's vec_dot order for every row (its batched path is tinyBLAS, whose order is not
-  // reproduced; the single-row order keeps batched prefill equal to llama.cpp's token-by-token path).
-  if ((m == 1 || wtype_ == TensorType::Q8_0 || llama_prefill_) && exact_decode_dot())
-    return exact_gemv(pool, xq, m, y, ldy, residual);
-  if (!packed_) return reference_matmul(pool, xq, m, y, ldy, residual);
-  const bool single = m == 1;
-  const Planned& pl = single ? plan_gemv_ : plan_gemm_;
-  const jit::JitKernel* k = pl ? (residual ? pl.residual : pl.store)
-                               : residual ? (single ? kern_.gemv_res : kern_.gemm_res) : (single ? kern_.gemv : kern_.gemm);
-  jit::MatmulOperands op;
-  op.w = packed_.get();
-  op.x = xq;
-  op.ldx = act_row_bytes();
-  op.y = y;
-  op.ldy = ldy * 4;
-  op.r = residual;
-  op.ldr = ldy * 4;
-  if (pl) return run_planned(pool, pl.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
+void Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const {
+  quantize_activations(pool, atype_, x, ldx, m, k_, xq, q8k_avx512_);
+}
+
+void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
+  const jit::JitKernel* k = residual ? ks.residual : ks.store;
+  if (ks.planned) return run_planned(pool, ks.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
   const int64_t align = int64_t(packed_->panel) * k->spec().nr;
   const TileGrid g = grid(m, n_, align, pool.size());
   pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
@@ -274,13 +309,32 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   });
 }
 
+void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
+  if (m <= 0) return;
+  if (exact_rows(m)) return exact_gemv(pool, xq, m, y, ldy, residual);
+  if (uses_reference()) return reference_matmul(pool, xq, m, y, ldy, residual);
+  jit::MatmulOperands op;
+  op.w = packed_.get();
+  op.x = xq;
+  op.ldx = act_row_bytes();
+  op.y = y;
+  op.ldy = ldy * 4;
+  op.r = residual;
+  op.ldr = ldy * 4;
+  run_jit(pool, m == 1 ? gemv_ : gemm_, op, m, residual != nullptr);
+}
+
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
   return gate.llama_order_ && swiglu_llama_available() && gate.n_ % 16 == 0;
 }
 
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
-  return gate.packed_ && up.packed_ && gate.kern_.swiglu && gate.wtype_ == up.wtype_ && up.packed_->panel == gate.packed_->panel && gate.n_ == up.n_ &&
-         gate.k_ == up.k_;
+  return gate.packed_ && up.packed_ && gate.swiglu_m_ && gate.swiglu_1_ && !gate.uses_reference() &&
+         gate.wtype_ == up.wtype_ && up.packed_->panel == gate.packed_->panel && gate.n_ == up.n_ && gate.k_ == up.k_;
+}
+
+bool Linear::unfused_prefill(const Linear& gate, const Linear& up) {
+  return !fused_swiglu(gate, up) || (gate.llama_prefill_ && llama_swiglu_decode(gate, up));
 }
 
 void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, const void* xq_up, int64_t m,
@@ -292,7 +346,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     swiglu_llama(scratch, scratch + gate.n_, y, gate.n_);
     return;
   }
-  if (!fused_swiglu(gate, up) || (gate.llama_prefill_ && llama_swiglu_decode(gate, up))) {
+  if (unfused_prefill(gate, up) || (m == 1 && !fused_swiglu(gate, up))) {
     gate.matmul(pool, xq, m, y, ldy);
     up.matmul(pool, xq_up, m, scratch, ldy);
     const bool llama = llama_swiglu_decode(gate, up);
@@ -304,8 +358,6 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     });
     return;
   }
-  const Planned& pl = m == 1 ? gate.plan_swiglu_1_ : gate.plan_swiglu_m_;
-  const jit::JitKernel* k = pl ? pl.store : gate.kern_.swiglu;
   jit::MatmulOperands op;
   op.w = gate.packed_.get();
   op.w2 = up.packed_.get();
@@ -313,18 +365,12 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   op.ldx = gate.act_row_bytes();
   op.y = y;
   op.ldy = ldy * 4;
-  if (pl) return run_planned(pool, pl.tiling, m, gate.n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
-  const int64_t align = int64_t(gate.packed_->panel) * k->spec().nr;
-  const TileGrid g = grid(m, gate.n_, align, pool.size());
-  pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
-    const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
-    jit::Tile t{mt * g.m_chunk, std::min(m, (mt + 1) * g.m_chunk), nt * g.n_chunk,
-                std::min(gate.n_, (nt + 1) * g.n_chunk)};
-    jit::run_tile(*k, op, t);
-  });
+  gate.run_jit(pool, m == 1 ? gate.swiglu_1_ : gate.swiglu_m_, op, m, false);
 }
 
-void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq) {
+void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,
+                          bool avx512) {
+  (void)avx512;
   const int64_t yb = act_row_bytes(act, k);
   uint8_t* out = static_cast<uint8_t*>(xq);
   if (act == TensorType::Q8_0) {

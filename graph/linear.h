@@ -1,10 +1,14 @@
 #pragma once
 // A weight matrix of the decoder and the way it is multiplied. At load the weight is repacked once
-// (losslessly) into the panel layout of the JIT kernels and the kernels it needs are generated:
-// GEMM (M > 1, prefill), GEMV (M = 1, decode), each with a store or residual-add epilogue. Types
-// without a JIT kernel on this CPU fall back to the scalar reference dot products of
-// runtime/quants (llama.cpp's float order), multithreaded over output columns. describe() says
-// which path a weight takes (the dtype report of `ckjit run -v`).
+// (losslessly) into the panel layout of the JIT kernels, and each kernel it needs — GEMM (M > 1),
+// GEMV (M = 1), each with a store or residual-add epilogue, the fused Gate-Up SwiGLU — is taken
+// from the first ISA path of the ordered list amx, avx512, avxvnni, avx2 that this process may run
+// (LinearSetup::isa, from jit::runtime_isa()), shares the packed layout, and accepts the spec; a
+// path that cannot serve a shape (AMX has no GEMV) declines and the next is tried. Every JIT path
+// has the float order of the scalar twins, so the choice never changes a result. Where llama.cpp's
+// decode order differs (Q6_K, Q8_0 rows: ggml_vec_dot_*), decode uses exact copies of it (AVX2 or
+// two rows per zmm, bit-identical). The scalar reference runs only when JIT is off (--no-jit).
+// The linear prepares its own input: prepare() quantizes float rows to its activation type.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,19 +18,20 @@
 #include "jit/code_cache.h"
 #include "jit/packed_weights.h"
 #include "runtime/gguf/gguf_reader.h"
+#include "topology/isa.h"
 
 namespace ckjit::graph {
 
 struct LinearSetup {
-  jit::IsaPath isa = jit::IsaPath::Avx512;
-  bool allow_jit = true;   // false: reference path for every type (tests, --no-jit)
-  // Decode (M = 1) in llama.cpp's float order where the JIT kernel's differs: Q6_K through the
-  // AVX2 ggml_vec_dot_q6_K_q8_K order, and Gate-Up as two GEMVs + llama.cpp's swiglu instead of the
+  topo::Isa isa;            // what this process may run (jit::runtime_isa(): CPU capped by CKJIT_MAX_ISA)
+  bool allow_jit = true;    // false: scalar reference for every weight (tests, --no-jit)
+  // Decode (M = 1) in llama.cpp's float order where the JIT kernel's differs: Q6_K and Q8_0 through
+  // the AVX2 ggml_vec_dot orders, and Gate-Up as two GEMVs + llama.cpp's swiglu instead of the
   // fused kernel. Q4_K JIT GEMV already has llama.cpp's (repacked gemv) order.
   bool llama_decode_order = true;
-  // Also prefill (M > 1) in those orders: Q6_K rows one by one through the vec_dot order and
-  // unfused Gate-Up, so a batched prompt gives llama.cpp's token-by-token numbers exactly
-  // (slower prefill for Q6_K weights). Needs llama_decode_order.
+  // Also prefill (M > 1) in those orders, and Q5_K through llama.cpp's vec_dot_q5_K order
+  // everywhere: a batched prompt then gives llama.cpp's token-by-token numbers exactly (slower
+  // prefill; Q5_K weights slow throughout). Needs llama_decode_order. This is --llama-order.
   bool llama_prefill_order = false;
   int repack_threads = 1;
   // Register blocks, tile sizes and task split come from this planner's plans (prefill GEMM at
@@ -35,6 +40,10 @@ struct LinearSetup {
   int64_t plan_rows = 512;
   bool plan_swiglu = false;  // this weight is a Gate-Up pair's gate: also plan the fused SwiGLU
 };
+
+// The ISA paths a Linear tries, best first, that `isa` runs: amx, avx512, avxvnni (VEX), avx2.
+// Throws ckjit::Error below AVX2 + FMA + F16C.
+std::vector<jit::IsaPath> linear_isa_order(const topo::Isa& isa);
 
 class Linear {
  public:
@@ -46,57 +55,64 @@ class Linear {
   TensorType act_type() const { return atype_; }  // Q8_K for K-quants, Q8_0 for Q8_0
   int64_t act_row_bytes() const;                 // bytes of one quantized activation row of k
   bool uses_jit() const { return packed_ != nullptr; }
-  jit::IsaPath isa() const { return isa_; }
+  // Whether any op of this weight runs the scalar reference (only with allow_jit = false, or Q5_K
+  // under llama_prefill_order, whose llama.cpp order has no fast copy yet).
+  bool uses_reference() const;
   std::string describe() const;
 
-  // y[r][0..n) = W · x_r (+ residual[r]) for r < m; xq holds m quantized rows (act_row_bytes apart),
+  // Quantizes m rows of x (k floats, ldx apart) into xq (m * act_row_bytes() bytes).
+  void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const;
+  // y[r][0..n) = W · x_r (+ residual[r]) for r < m; xq holds m prepared rows (act_row_bytes apart),
   // y and residual rows are ldy floats apart. residual may not alias y.
   void matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual = nullptr) const;
 
   // y = silu(gate · x) ⊙ (up · x): the fused Gate-Up SwiGLU kernel when both weights have one,
-  // otherwise two matmuls and the scalar silu twin; scratch (m·n floats) is used only then.
-  // scratch: m·n floats (used by the unfused paths).
-  // xq_up: the same rows quantized for up's activation type (may equal xq_gate).
+  // otherwise two matmuls and the silu; scratch (m·n floats) is used only then.
+  // xq_up: the same rows prepared for up's activation type (may equal xq_gate).
   static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq_gate, const void* xq_up,
                      int64_t m, float* y, int64_t ldy, float* scratch);
   // Whether decode (M = 1) runs gate and up unfused with llama.cpp's swiglu.
   static bool llama_swiglu_decode(const Linear& gate, const Linear& up);
   static bool fused_swiglu(const Linear& gate, const Linear& up);
+  // Whether the prefill (M > 1) of this pair runs unfused.
+  static bool unfused_prefill(const Linear& gate, const Linear& up);
 
  private:
-  // A plan's kernels (store and residual-add epilogues, or the SwiGLU one) and its tiling.
-  struct Planned {
+  // One op's kernels (store and residual-add epilogues, or the SwiGLU one), the path they were
+  // taken from, and the plan's tiling when the planner chose their blocks.
+  struct OpKernels {
     const jit::JitKernel *store = nullptr, *residual = nullptr;
+    bool planned = false;
     Tiling tiling;
     explicit operator bool() const { return store != nullptr; }
   };
-  Planned planned(LinearPlanner& p, const OpShape& shape) const;
-  struct Kernels {
-    const jit::JitKernel *gemm = nullptr, *gemv = nullptr, *gemm_res = nullptr, *gemv_res = nullptr;
-    const jit::JitKernel *swiglu = nullptr, *swiglu_v = nullptr;
-  };
-  bool exact_decode_dot() const;
+  OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,
+                   LinearPlanner* planner) const;
+  bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
+  bool exact_rows(int64_t m) const;
   void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   float reference_dot(int64_t row, const void* xrow) const;
+  void run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const;
 
   int64_t n_ = 0, k_ = 0;
   TensorType wtype_, atype_;
-  jit::IsaPath isa_;
   bool llama_order_ = true;
   bool llama_prefill_ = false;
+  bool two_row_q6k_ = false;   // decode's Q6_K vec_dot order two rows per zmm (AVX-512 allowed)
+  bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
   std::string name_;
-  const uint8_t* raw_ = nullptr;  // GGUF rows (reference path)
+  const uint8_t* raw_ = nullptr;  // GGUF rows (exact and reference paths)
   int64_t raw_row_bytes_ = 0;
   std::unique_ptr<jit::PackedWeights> packed_;
-  Kernels kern_;
-  Planned plan_gemm_, plan_gemv_, plan_swiglu_m_, plan_swiglu_1_;
+  OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_;
 };
 
 // Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),
 // rows act_row_bytes apart, exactly as llama.cpp's x86 build does (Q8_K: q8_k_native.h; Q8_0: the
-// AVX2 quantize_row_q8_0).
-void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq);
+// AVX2 quantize_row_q8_0). avx512: the Q8_K quantizer's AVX-512 copy (identical bytes).
+void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,
+                          bool avx512 = false);
 int64_t act_row_bytes(TensorType act, int64_t k);
 
 }  // namespace ckjit::graph

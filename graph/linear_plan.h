@@ -17,7 +17,7 @@
 #include "jit/kernels.h"
 #include "jit/planner/planner.h"
 #include "jit/planner/task_grid.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 namespace ckjit::graph {

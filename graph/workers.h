@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "runtime/thread_pool.h"
+#include "topology/machine.h"
 
 namespace ckjit::graph {
 
@@ -16,6 +17,10 @@ class Workers {
   // threads workers, unpinned (other processes may share the CPUs); cpus: pin worker i to cpus[i].
   // spin_us: how long an idle worker spins before sleeping (decode issues ~200 short jobs per token).
   explicit Workers(int threads, std::vector<int> cpus = {}, int spin_us = 300);
+  explicit Workers(const ThreadPoolOptions& options);
+  // The pool `ckjit tune` measures with: `threads` workers (capped by the CPU budget) pinned one per
+  // physical core of the usable cpus, blocking waits under a CPU quota.
+  static std::unique_ptr<Workers> for_budget(const topo::Machine& machine, int threads);
 
   int size() const { return pool_->size(); }
   // The first exception a task throws is rethrown here after all workers are idle again.

@@ -17,9 +17,9 @@
 #include "jit/planner/jit_runner.h"
 #include "jit/planner/planner.h"
 #include "jit/planner/tuner.h"
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/thread_pool.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 using namespace ckjit;

@@ -7,7 +7,7 @@
 #include "jit/planner/peak_probe.h"
 #include "jit/planner/planner.h"
 #include "runtime/error.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "tools/command.h"
 #include "topology/machine.h"
 

@@ -5,6 +5,7 @@
 // same trajectory contract as the peer driver, so two runtimes can be compared step by step.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,17 +15,16 @@
 #include <memory>
 #include <sstream>
 
-#include "graph/decoder.h"
+#include "graph/generate.h"
+#include "graph/session.h"
+#include "graph/text_model.h"
 #include "jit/isa_select.h"
+#include "jit/planner/profile.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
-#include "runtime/profile.h"
-#include "runtime/sampler.h"
 #include "runtime/synth/synth_model.h"
-#include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
-#include "runtime/tokenizer/utf8_stream.h"
 #include "tools/command.h"
 #include "topology/machine.h"
 
@@ -111,10 +111,10 @@ int run_main(const std::vector<std::string>& args) {
       ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
       ("ignore-eos", "do not stop at end-of-generation tokens")
       ("no-jit", "use the scalar reference kernels for every weight")
-      ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K vec_dot rows, unfused SwiGLU): a batched prompt then gives llama.cpp's token-by-token logits bit for bit; slower prefill")
+      ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K/Q8_0 vec_dot rows, unfused SwiGLU, Q5_K vec_dot, libm RoPE angles): a batched prompt then gives the token-by-token logits of llama.cpp's AVX-512 build bit for bit, on any CPU (ckjit runs that order everywhere; llama.cpp's own AVX2 build uses other orders, so there it is close, not equal); slower prefill")
       ("jit-decode", "decode with the JIT kernels' own float order instead of llama.cpp's (Q6_K/Q8_0 GEMV, fused SwiGLU)")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
-      ("verbose,v", "dtype report and memory on stderr")
+      ("verbose,v", "the kernel of every weight, plans and memory on stderr")
       ("help,h", "show this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -133,8 +133,8 @@ int run_main(const std::vector<std::string>& args) {
   const bool verbose = vm.count("verbose") > 0;
 
   auto machine = ckjit::topo::detect_machine();
-  int threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
-  if (threads < 1) throw ckjit::Error("--threads must be at least 1");
+  const int want_threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
+  if (want_threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
   // A stale, corrupt or foreign profile is reported and ignored, never fatal.
   ckjit::ProfileLoad profile_load;
@@ -147,6 +147,7 @@ int run_main(const std::vector<std::string>& args) {
   if (embedded_default)
     std::fprintf(stderr, "run: no -m given: using the embedded default, a tiny random-weight Qwen3-VL model "
                          "(real tokenizer; its text is random)\n");
+  if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
 
   // ---- load ----
   const auto t_load = Clock::now();
@@ -154,22 +155,25 @@ int run_main(const std::vector<std::string>& args) {
   ckjit::gguf::GgufFile file = ckjit::gguf::GgufFile::open(model_path);
   ckjit::graph::read_hparams(file);  // architecture and keys first: clearer errors than the tokenizer's
   ckjit::tok::Tokenizer tok(ckjit::tok::vocab_from_gguf(file));
-  ckjit::graph::Workers pool(threads);
-  ckjit::graph::DecoderOptions dopt;
-  dopt.n_ctx = n_ctx;
-  dopt.n_ubatch = vm["batch-size"].as<int>();
-  dopt.linear.isa = ckjit::jit::best_isa_path(ckjit::jit::runtime_isa());
-  dopt.linear.allow_jit = !vm.count("no-jit");
-  dopt.linear.llama_decode_order = !vm.count("jit-decode");
-  dopt.linear.llama_prefill_order = vm.count("llama-order") > 0;
-  if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
-  dopt.linear.repack_threads = threads;
+  // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota.
+  auto pool = ckjit::graph::Workers::for_budget(machine, want_threads);
+  const int threads = pool->size();
+  ckjit::graph::ModelOptions mopt;
+  mopt.linear.allow_jit = !vm.count("no-jit");
+  mopt.linear.llama_decode_order = !vm.count("jit-decode");
+  mopt.linear.llama_prefill_order = vm.count("llama-order") > 0;
+  mopt.linear.repack_threads = threads;
+  ckjit::graph::SessionOptions sopt;
+  sopt.n_ctx = n_ctx;
+  sopt.n_ubatch = std::min(vm["batch-size"].as<int>(), n_ctx);
+  mopt.linear.plan_rows = sopt.n_ubatch;
   // The Linear ops take their register blocks, tiles and task split from the planner: the profile's
   // entry for a shape when there is one, the cost model otherwise.
-  ckjit::graph::LinearPlanner planner(machine, pool.size(), profile_load.profile, profile_load.path);
-  dopt.linear.planner = &planner;
-  ckjit::graph::Decoder dec(file, dopt, pool);
-  const auto& hp = dec.hparams();
+  ckjit::graph::LinearPlanner planner(machine, threads, profile_load.profile, profile_load.path);
+  mopt.linear.planner = &planner;
+  const ckjit::graph::TextModel model(file, mopt, *pool);
+  ckjit::graph::Session session(model, sopt, *pool);
+  const auto& hp = model.hparams();
   if (tok.n_tokens() > hp.n_vocab)
     throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
                        std::to_string(hp.n_vocab) + " rows");
@@ -179,31 +183,22 @@ int run_main(const std::vector<std::string>& args) {
                  (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff, (long long)hp.n_head,
                  (long long)hp.n_head_kv, (long long)hp.head_dim, (long long)hp.n_vocab,
                  hp.tied_output ? "tied" : "untied");
-    for (const auto& line : dec.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
-    for (const auto& line : dec.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
+    std::fprintf(stderr, "isa: %s (CKJIT_MAX_ISA caps it)\n", ckjit::jit::runtime_isa().to_string().c_str());
+    for (const auto& line : model.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
+    for (const auto& line : model.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
     std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
-                 dec.arena_bytes() / 1048576.0, dec.kv_bytes() / 1048576.0, pool.size());
+                 session.arena_bytes() / 1048576.0, session.kv_bytes() / 1048576.0, threads);
   }
 
   // ---- prompt ----
-  std::string prompt = vm.count("prompt") ? vm["prompt"].as<std::string>()
-                       : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
-                       : embedded_default ? std::string("The quick brown fox")
-                                          : std::string();
-  if (vm.count("chat")) {
-    std::vector<ckjit::tok::ChatMessage> msgs;
-    if (vm.count("system")) msgs.push_back({"system", vm["system"].as<std::string>(), std::nullopt});
-    msgs.push_back({"user", prompt, std::nullopt});
-    ckjit::tok::ChatOptions co;
-    if (file.has("tokenizer.chat_template"))
-      co.style = ckjit::tok::chat_style_from_template(file.get_string("tokenizer.chat_template"));
-    prompt = ckjit::tok::render_chat(msgs, co);
-  }
-  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
-  if (ids.empty()) throw ckjit::Error("the prompt is empty (give -p TEXT or -f FILE)");
-  if (int64_t(ids.size()) >= n_ctx)
-    throw ckjit::Error("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context (" +
-                       std::to_string(n_ctx) + "; raise -c)");
+  ckjit::graph::PromptOptions popt;
+  popt.text = vm.count("prompt") ? vm["prompt"].as<std::string>()
+              : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
+              : embedded_default ? std::string("The quick brown fox")
+                                 : std::string();
+  popt.chat = vm.count("chat") > 0;
+  if (vm.count("system")) popt.system = vm["system"].as<std::string>();
+  const std::vector<int32_t> ids = ckjit::graph::prompt_tokens(tok, file, popt);
   auto join_ids = [](const std::vector<int32_t>& v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
@@ -211,21 +206,19 @@ int run_main(const std::vector<std::string>& args) {
   };
   if (verbose) std::fprintf(stderr, "prompt: %zu tokens\nprompt ids: %s\n", ids.size(), join_ids(ids).c_str());
 
-  std::vector<int32_t> forced;
+  ckjit::graph::GenerateOptions gopt;
+  gopt.n_predict = n_predict;
+  gopt.ignore_eos = vm.count("ignore-eos") > 0;
   if (vm.count("force")) {
     const std::string path = vm["force"].as<std::string>();
-    forced = parse_ids(read_text_file(path, "--force file"), path);
-    for (int32_t id : forced)
-      if (id >= hp.n_vocab) throw ckjit::Error("--force: token id " + std::to_string(id) + " is outside the vocabulary");
+    gopt.forced = parse_ids(read_text_file(path, "--force file"), path);
   }
-  const int n_steps = forced.empty() ? n_predict : int(forced.size());
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> dump(nullptr, &std::fclose);
   if (vm.count("dump-logits")) {
     dump.reset(std::fopen(vm["dump-logits"].as<std::string>().c_str(), "wb"));
     if (!dump) throw ckjit::Error("cannot write --dump-logits file '" + vm["dump-logits"].as<std::string>() + "'");
   }
-
-  ckjit::SamplerParams sp;
+  ckjit::SamplerParams& sp = gopt.sampler;
   sp.temp = vm["temp"].as<float>();
   sp.seed = vm["seed"].as<uint64_t>();
   sp.top_k = vm["top-k"].as<int>();
@@ -233,54 +226,22 @@ int run_main(const std::vector<std::string>& args) {
   sp.min_p = vm["min-p"].as<float>();
   sp.repeat_penalty = vm["repeat-penalty"].as<float>();
   sp.repeat_last_n = vm["repeat-last-n"].as<int>();
-  ckjit::Sampler sampler(sp, int32_t(hp.n_vocab));
-  for (int32_t id : ids) sampler.accept(id);
 
-  // ---- prefill ----
-  const auto t_prefill = Clock::now();
-  const float* logits = dec.eval(ids);
-  const double prefill_ms = ms_since(t_prefill);
-
-  // ---- generate ----
-  ckjit::tok::Utf8Stream out;
-  double decode_ms = 0;
-  int n_decoded = 0;
-  bool context_full = false;
-  std::vector<int32_t> generated;
-  generated.reserve(size_t(std::max(0, n_steps)));
-  for (int i = 0; i < n_steps; ++i) {
-    if (dump && std::fwrite(logits, sizeof(float), size_t(hp.n_vocab), dump.get()) != size_t(hp.n_vocab))
-      throw ckjit::Error("writing --dump-logits failed");
-    const int32_t id = forced.empty() ? sampler.sample(logits) : forced[size_t(i)];
-    const bool eog = tok.is_eog(id);
-    generated.push_back(id);
-    if (!eog || !forced.empty()) {
-      std::string text = out.push(tok.token_to_piece(id, /*special=*/true));
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    }
-    if (forced.empty() && eog && !vm.count("ignore-eos")) break;
-    if (i == n_steps - 1) break;
-    if (dec.n_past() >= dec.n_ctx()) {
-      context_full = true;
-      break;
-    }
-    sampler.accept(id);
-    const auto t = Clock::now();
-    const int32_t one[1] = {id};
-    logits = dec.eval(one);
-    decode_ms += ms_since(t);
-    ++n_decoded;
-  }
-  std::string tail = out.flush();
-  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  ckjit::graph::GenerateCallbacks cb;
+  cb.on_text = [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  if (dump)
+    cb.on_logits = [&](const float* logits, int64_t n) {
+      if (std::fwrite(logits, sizeof(float), size_t(n), dump.get()) != size_t(n)) throw ckjit::Error("writing --dump-logits failed");
+    };
+  const ckjit::graph::GenerateResult res = ckjit::graph::generate(session, tok, ids, gopt, cb);
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(generated).c_str());
-  if (context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
-  std::fprintf(stderr, "timing: load %.0f ms | prefill %zu tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d\n",
-               load_ms, ids.size(), prefill_ms, ids.size() / prefill_ms * 1e3, n_decoded, decode_ms,
-               n_decoded ? n_decoded / decode_ms * 1e3 : 0.0, pool.size());
+  if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
+  if (res.context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
+  std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   return 0;
 }
 

@@ -15,7 +15,7 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "tools/command.h"
 #include "topology/machine.h"
 

@@ -7,7 +7,7 @@
 #include <new>
 
 #include "jit/planner/probe_loops.h"
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/error.h"
 #include "runtime/thread_pool.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "jit/planner/peak_rates.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 namespace ckjit::planner {

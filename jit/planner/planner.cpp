@@ -9,7 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/json_writer.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 
 namespace ckjit::planner {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "jit/planner/cost_model.h"
 #include "jit/planner/peak_rates.h"
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/op_shape.h"
 #include "topology/machine.h"
 

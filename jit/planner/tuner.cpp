@@ -7,7 +7,7 @@
 #include <map>
 #include <memory>
 
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/error.h"
 
 namespace ckjit::planner {

@@ -10,7 +10,7 @@
 
 #include "jit/planner/op_runner.h"
 #include "jit/planner/planner.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 namespace ckjit::planner {

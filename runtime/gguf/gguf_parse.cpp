@@ -274,6 +274,7 @@ void GgufFile::parse() {
                                       std::to_string(size_) + " bytes)");
     }
     ti.data = base_ + data_offset_ + ti.offset;
+    ti.file_mapped = mapped_;
     // Cannot overflow: offset + n_bytes <= data_bytes < 2^63 and alignment <= 2^31.
     expected = ti.offset + align_up(ti.n_bytes, alignment_);
   }

@@ -2,6 +2,9 @@
 
 #include "runtime/gguf/mapped_file.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace ckjit::gguf {
 
 std::string TensorInfo::shape_string() const {
@@ -17,6 +20,7 @@ GgufFile GgufFile::open(const std::string& path) {
   f.base_ = map->data();
   f.size_ = map->size();
   f.keep_alive_ = std::move(map);
+  f.mapped_ = true;
   f.parse();
   return f;
 }
@@ -97,6 +101,14 @@ uint64_t GgufFile::total_tensor_bytes() const {
   uint64_t sum = 0;
   for (const auto& t : tensors_) sum += t.n_bytes;
   return sum;
+}
+
+void release_pages(const TensorInfo& t) {
+  if (!t.file_mapped || t.n_bytes == 0) return;
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(t.data) + t.n_bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace ckjit::gguf

@@ -40,12 +40,19 @@ struct TensorInfo {
   uint64_t offset = 0;                   // relative to the data section
   uint64_t info_offset = 0;              // where the tensor-info record starts in the file
   const uint8_t* data = nullptr;         // data_offset + offset inside the file's bytes
+  bool file_mapped = false;              // data is a read-only file mapping (release_pages may drop it)
 
   std::string shape_string() const;      // "[2048, 151936]" (n_dims entries; "[]" for a scalar)
   // Bytes of one contiguous row of ne[0] elements, and the number of rows (ne[1]*ne[2]*ne[3]).
   uint64_t row_bytes() const { return uint64_t(ne[0] / type.block_elems * type.block_bytes); }
   int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
 };
+
+// Drops the resident pages wholly inside tensor t's data (madvise DONTNEED) when the data is a
+// read-only file mapping: a weight that was repacked into another layout and is not read again
+// then no longer counts twice in memory (a later read would fault the pages back in from the
+// file). No-op for files held in memory.
+void release_pages(const TensorInfo& t);
 
 class GgufFile {
  public:
@@ -107,6 +114,7 @@ class GgufFile {
 
   std::string name_;
   std::shared_ptr<const void> keep_alive_;  // the mapping or the owned bytes
+  bool mapped_ = false;                     // base_ is a read-only file mapping
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
 

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <random>
 
-#include "graph/decoder.h"
+#include "graph/rope.h"
+#include "text_eval.h"
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -13,6 +14,7 @@
 
 using namespace ckjit;
 using namespace ckjit::graph;
+using ckjit::test::TextEval;
 
 namespace {
 
@@ -24,9 +26,9 @@ std::string load_error(const tinymodel::Spec& s) {
   try {
     gguf::GgufFile f = make_file(s);
     Workers pool(1);
-    DecoderOptions o;
+    SessionOptions o;
     o.n_ctx = 64;
-    Decoder d(f, o, pool);
+    TextEval d(f, ModelOptions{}, o, pool);
   } catch (const Error& e) {
     return e.what();
   }
@@ -104,9 +106,9 @@ TEST_CASE("hparams: bad files give clear errors") {
 TEST_CASE("decoder: context overflow and bad token ids are errors") {
   gguf::GgufFile f = make_file(tinymodel::Spec{});
   Workers pool(2);
-  DecoderOptions o;
+  SessionOptions o;
   o.n_ctx = 8;
-  Decoder d(f, o, pool);
+  TextEval d(f, ModelOptions{}, o, pool);
   std::vector<int32_t> nine(9, 1);
   CHECK_THROWS_WITH_AS(d.eval(nine), doctest::Contains("exceed the context length 8"), Error);
   std::vector<int32_t> bad = {1, 512};
@@ -131,7 +133,7 @@ TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k, k+64) and leaves llam
   Rope rope(128, 5e6f, sec);
   const int64_t pos = 1000;
   std::vector<float> c(64), s(64);
-  rope.angles(pos, c.data(), s.data());
+  rope.angles(Position::text(pos), c.data(), s.data());
   for (int k = 0; k < 64; ++k) {
     if (k == 61 || k == 62) {  // component e (= 0 for text): unrotated
       CHECK(c[k] == 1.0f);
@@ -213,24 +215,23 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
     CAPTURE(variant);
     gguf::GgufFile f = make_file(s);
     Workers pool(2);
-    DecoderOptions o;
+    SessionOptions o;
     o.n_ctx = 64;
-    o.all_logits = true;
     // Same kernels for M > 1 and M = 1 (the JIT GEMM and GEMV share a float order), so the cached
     // path must reproduce the batched one to the last bits.
-    o.linear.llama_decode_order = false;
-    Decoder all(f, o, pool);
+    ModelOptions jit_order;
+    jit_order.linear.llama_decode_order = false;
+    TextEval all(f, jit_order, o, pool);
     const int n = 20;
     const int64_t V = all.hparams().n_vocab;
     auto toks = random_tokens(n, V, 7);
     std::vector<float> ref(static_cast<size_t>(n * V));
     all.eval(toks, ref.data());
 
-    DecoderOptions o2;
+    SessionOptions o2;
     o2.n_ctx = 64;
     o2.n_ubatch = 5;  // chunked prefill
-    o2.linear.llama_decode_order = false;
-    Decoder inc(f, o2, pool);
+    TextEval inc(f, jit_order, o2, pool);
     const float* lg = inc.eval(std::span(toks).first(8));
     CHECK(max_abs_diff(lg, ref.data() + 7 * V, V) <= 1e-4f);
     for (int i = 8; i < n; ++i) {
@@ -242,9 +243,9 @@ TEST_CASE("decoder: prefill-then-decode logits equal prefill-all logits (KV cach
     CHECK(inc.n_past() == n);
 
     // llama.cpp's decode order differs from the GEMM's in the last bits only.
-    DecoderOptions o3;
+    SessionOptions o3;
     o3.n_ctx = 64;
-    Decoder lo(f, o3, pool);
+    TextEval lo(f, ModelOptions{}, o3, pool);
     lo.eval(std::span(toks).first(8));
     for (int i = 8; i < n; ++i) {
       lg = lo.eval(std::span(toks).subspan(size_t(i), 1));
@@ -258,11 +259,12 @@ TEST_CASE("decoder: JIT kernels agree with the scalar reference path") {
   s.seed = 21;
   gguf::GgufFile f = make_file(s);
   Workers pool(2);
-  DecoderOptions o;
+  SessionOptions o;
   o.n_ctx = 32;
-  Decoder jit(f, o, pool);
-  o.linear.allow_jit = false;
-  Decoder ref(f, o, pool);
+  TextEval jit(f, ModelOptions{}, o, pool);
+  ModelOptions no_jit;
+  no_jit.linear.allow_jit = false;
+  TextEval ref(f, no_jit, o, pool);
   auto toks = random_tokens(9, 512, 3);
   std::vector<float> a(512), b(512);
   const float* la = jit.eval(toks);
@@ -271,9 +273,9 @@ TEST_CASE("decoder: JIT kernels agree with the scalar reference path") {
   std::copy(lb, lb + 512, b.begin());
   CHECK(cosine(a.data(), b.data(), 512) > 0.99999);
   bool any_jit = false;
-  for (auto& line : jit.dtype_report()) any_jit = any_jit || line.find("jit") != std::string::npos;
+  for (auto& line : jit.model.dtype_report()) any_jit = any_jit || line.find("jit") != std::string::npos;
   CHECK(any_jit);
-  for (auto& line : ref.dtype_report()) CHECK(line.find(": jit") == std::string::npos);
+  for (auto& line : ref.model.dtype_report()) CHECK(line.find(": jit") == std::string::npos);
 }
 
 }  // TEST_SUITE
@@ -285,18 +287,16 @@ TEST_CASE("decoder: with llama_prefill_order a batched prompt equals token-by-to
   s.up_type = TensorType::Q6_K;  // exercise the Q6_K rows and the unfused Gate-Up in prefill
   gguf::GgufFile f = make_file(s);
   Workers pool(2);
-  DecoderOptions o;
+  SessionOptions o;
   o.n_ctx = 32;
-  o.all_logits = true;
-  o.linear.llama_prefill_order = true;
-  Decoder batched(f, o, pool);
+  ModelOptions llama;
+  llama.linear.llama_prefill_order = true;
+  TextEval batched(f, llama, o, pool);
   const int n = 12;
   auto toks = random_tokens(n, 512, 5);
   std::vector<float> all(static_cast<size_t>(n * 512));
   batched.eval(toks, all.data());
-  DecoderOptions o1;
-  o1.n_ctx = 32;
-  Decoder serial(f, o1, pool);
+  TextEval serial(f, ModelOptions{}, o, pool);
   for (int i = 0; i < n; ++i) {
     const float* lg = serial.eval(std::span(toks).subspan(size_t(i), 1));
     CAPTURE(i);

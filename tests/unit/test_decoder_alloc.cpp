@@ -10,7 +10,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "graph/decoder.h"
+#include "graph/session.h"
+#include "graph/text_model.h"
 #include "tiny_qwen3vl.h"
 
 namespace {
@@ -35,16 +36,22 @@ TEST_CASE("decoder: a decode step allocates nothing") {
   tinymodel::Spec s;
   gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
   graph::Workers pool(2);
-  graph::DecoderOptions o;
+  graph::SessionOptions o;
   o.n_ctx = 64;
-  graph::Decoder d(f, o, pool);
+  graph::TextModel model(f, graph::ModelOptions{}, pool);
+  graph::Session d(model, o, pool);
   const int32_t prompt[3] = {5, 6, 7};
-  d.eval(prompt);
-  const int32_t one[1] = {9};
-  d.eval(one);  // warm-up (kernels are generated at load; nothing should be left to do)
+  d.decode(graph::Batch::text(prompt, 0));
+  graph::Batch step;  // reused, as generate() does: clear() keeps its capacity
+  step.add_token(9, graph::Position::text(d.next_position()), true);
+  d.decode(step);  // warm-up (kernels are generated at load; nothing should be left to do)
   g_news = 0;
   g_counting = true;
-  for (int i = 0; i < 8; ++i) d.eval(one);
+  for (int i = 0; i < 8; ++i) {
+    step.clear();
+    step.add_token(9, graph::Position::text(d.next_position()), true);
+    d.decode(step);
+  }
   g_counting = false;
   CHECK(g_news.load() == 0);
 }

@@ -14,11 +14,11 @@
 #include "jit/planner/model_shapes.h"
 #include "jit/planner/planner.h"
 #include "planner_test_machines.h"
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/gguf/gguf_writer.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 using namespace ckjit;

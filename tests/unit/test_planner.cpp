@@ -12,7 +12,7 @@
 #include "jit/planner/planner.h"
 #include "planner_test_machines.h"
 #include "runtime/error.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 
 using namespace ckjit;
 using namespace ckjit::planner;

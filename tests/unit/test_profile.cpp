@@ -10,7 +10,7 @@
 #include "planner_test_machines.h"
 #include "runtime/error.h"
 #include "runtime/json_reader.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 
 using namespace ckjit;
 

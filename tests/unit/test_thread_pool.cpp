@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "planner_test_machines.h"
-#include "runtime/cpu_budget.h"
+#include "topology/cpu_budget.h"
 #include "runtime/error.h"
 #include "runtime/thread_pool.h"
 #include "topology/cgroup.h"

@@ -16,7 +16,7 @@
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
 #include "runtime/json_reader.h"
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 #include "topology/machine.h"
 
 using namespace ckjit;

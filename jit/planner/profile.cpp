@@ -1,4 +1,4 @@
-#include "runtime/profile.h"
+#include "jit/planner/profile.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,0 +1,57 @@
+#pragma once
+// The text prompt loop of `ckjit run` as a library: the prompt (plain, or one user turn in the
+// model's chat template) tokenized, prefilled as one batch (in n_ubatch chunks), then decode steps
+// that sample (or take forced ids, teacher forcing) until n_predict tokens, an end-of-generation
+// token or a full context. Text streams to a callback as whole UTF-8 characters; the logits that
+// chose each token can be observed (--dump-logits). The CLI only parses flags and prints.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/session.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace ckjit::graph {
+
+struct PromptOptions {
+  std::string text;
+  bool chat = false;                   // wrap in the model's chat template (one user turn)
+  std::optional<std::string> system;   // system message (with chat)
+};
+// The prompt's token ids as llama.cpp tokenizes it (special tokens parsed; the template style read
+// from the file's tokenizer.chat_template when present).
+std::vector<int32_t> prompt_tokens(const tok::Tokenizer& tok, const gguf::GgufFile& file, const PromptOptions& p);
+
+struct GenerateOptions {
+  int n_predict = 256;
+  std::vector<int32_t> forced;  // teacher forcing: feed these ids instead of sampling (n_predict ignored)
+  bool ignore_eos = false;
+  SamplerParams sampler;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> generated;
+  int64_t n_prompt = 0;
+  int n_decoded = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  bool context_full = false;
+};
+
+struct GenerateCallbacks {
+  std::function<void(const std::string&)> on_text;             // decoded text, whole characters
+  std::function<void(const float* logits, int64_t n_vocab)> on_logits;  // the logits each token was chosen from
+};
+
+// Runs the prompt on an empty or continuing session. Errors: empty prompt, prompt longer than the
+// context, forced ids outside the vocabulary.
+GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                        const GenerateOptions& o, const GenerateCallbacks& cb);
+
+// "timing: load ... | prefill N tok ... | decode N tok ... | threads T"
+std::string timing_line(const GenerateResult& r, double load_ms, int threads);
+
+}  // namespace ckjit::graph

@@ -1,0 +1,72 @@
+#pragma once
+// One sequence over a shared TextModel (llama.cpp's llama_context): the f16 KV cache, the
+// activation arena and the positions seen so far. decode(batch) appends the batch's rows at the
+// next KV slots — token rows are looked up in token_embd, embedding rows copied — runs them through
+// the decoder in chunks of n_ubatch rows (M > 1: GEMM kernels, M = 1: GEMV), adds deepstack slices
+// after the first layers for the rows that carry them, and returns the logits of the rows that
+// asked for them. Each row rotates by its own position (Batch::pos), never by its KV slot.
+// A session is used by one thread at a time; sessions on one model may run concurrently, each
+// with its own Workers.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/arena.h"
+#include "graph/batch.h"
+#include "graph/kv_cache.h"
+#include "graph/text_model.h"
+
+namespace ckjit::graph {
+
+struct SessionOptions {
+  int64_t n_ctx = 4096;
+  int64_t n_ubatch = 512;  // rows per prefill chunk
+};
+
+// The logits decode() returned: rows() rows of n_vocab floats, in batch order of the rows that
+// asked for them; valid until the next decode.
+struct Logits {
+  const float* data = nullptr;
+  int64_t rows = 0, n_vocab = 0;
+  const float* row(int64_t i) const { return data + i * n_vocab; }
+  const float* last() const { return row(rows - 1); }
+};
+
+class Session {
+ public:
+  Session(const TextModel& model, const SessionOptions& options, Workers& pool);
+  ~Session();
+
+  const TextModel& model() const { return model_; }
+  int64_t n_ctx() const { return opt_.n_ctx; }
+  int64_t n_past() const { return n_past_; }  // KV slots in use
+  // The position a text token following everything decoded so far takes: 1 + the largest t/h/w
+  // component seen (0 when empty). After an image of ny x nx merged rows at p0 this is
+  // p0 + max(nx, ny), as llama.cpp resumes (spec/qwen3vl.md D.4).
+  int64_t next_position() const { return next_pos_; }
+  void reset() { n_past_ = 0, next_pos_ = 0; }
+
+  // Runs the batch (Error on an empty batch, a full context, an id outside the vocabulary, an
+  // embedding row missing, deepstack rows on a model without deepstack layers).
+  Logits decode(const Batch& batch);
+
+  size_t arena_bytes() const { return arena_.bytes(); }
+  size_t kv_bytes() const { return kv_->bytes(); }
+
+ private:
+  void validate(const Batch& b) const;
+  void run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_out);
+
+  const TextModel& model_;
+  SessionOptions opt_;
+  Workers& pool_;
+  std::unique_ptr<KvCache> kv_;
+  Arena arena_;
+  struct Slots { size_t h0, h1, xn, prep, q, k, v, attn, ffn, ffn_tmp, att_scratch, cos, sin; } s_{};
+  int64_t att_scratch_per_worker_ = 0;
+  std::vector<float> logits_;  // grows to the most logits rows one batch asked for, then stays
+  std::vector<int64_t> want_;  // chunk rows whose logits are wanted
+  int64_t n_past_ = 0, next_pos_ = 0;
+};
+
+}  // namespace ckjit::graph
