@@ -37,7 +37,7 @@ KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op 
     s.mr = isa == jit::IsaPath::AvxVnni ? 4 : 2;
     s.nr = 2;
   }
-  if (isa == jit::IsaPath::Amx) {
+  if (isa == jit::IsaPath::Amx && !single) {  // a 16-row tile for one row: GEMV declines to the next path
     s.mr = 16;
     s.nr = 2;
   }
