@@ -1,0 +1,81 @@
+// ckjit's numerical contract: the default output (and --llama-order's) is bit-identical under every
+// CKJIT_MAX_ISA this CPU runs and at every thread count, for prefill and decode. Compared byte for
+// byte on --dump-logits of a teacher-forced run: the prompt is one batched prefill, the forced steps
+// are decode steps. Caps this CPU cannot run are named in the output; on an AVX2-only CPU the test
+// still compares thread counts.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "jit/isa_select.h"
+#include "topology/isa.h"
+#include "topology/machine.h"
+
+namespace fs = std::filesystem;
+using namespace ckjit;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_SUITE("decoder") {
+TEST_CASE("numerical contract: --dump-logits is byte-identical across ISA caps and thread counts") {
+  const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  REQUIRE(run_ckjit("synth -q --preset tiny --seed 7 --name m --out '" + dir.string() + "'").status == 0);
+  fs::path model;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("m-", 0) == 0 && e.path().extension() == ".gguf" &&
+        e.path().filename().string().find("mmproj") == std::string::npos)
+      model = e.path();
+  REQUIRE(!model.empty());
+  std::ofstream(dir / "forced.txt") << "11 2000 35 9 151 7000 12 13 14 15 90000 16 17 18 19 20 21 22 23 24";
+  const std::string prompt =
+      "In the beginning the page was a grid of pixels, then a row of patches, then a prefix of rows the "
+      "decoder reads like words; every number on the way should be the same on every machine.";
+
+  const topo::Isa cpu = topo::detect_isa();
+  std::vector<std::string> caps;
+  for (jit::IsaPath p : {jit::IsaPath::Avx2, jit::IsaPath::AvxVnni, jit::IsaPath::Avx512, jit::IsaPath::Amx}) {
+    if (jit::isa_runs(p, cpu)) caps.push_back(jit::isa_name(p));
+    else MESSAGE("CKJIT_MAX_ISA=" << jit::isa_name(p) << " not compared: this CPU lacks it");
+  }
+  std::vector<int> threads = {1, 2};
+  const int budget = topo::detect_machine().usable_cpus;
+  if (budget > 2) threads.push_back(budget);
+
+  for (const char* mode : {"", "--llama-order"}) {
+    CAPTURE(mode);
+    std::string first, first_name;
+    for (const std::string& cap : caps)
+      for (int t : threads) {
+        const std::string name = "cap " + cap + ", " + std::to_string(t) + " threads";
+        CAPTURE(name);
+        const fs::path dump = dir / "lg.f32";
+        CliResult r = run_ckjit("run -m '" + model.string() + "' -p '" + prompt + "' --force '" + (dir / "forced.txt").string() +
+                                    "' --dump-logits '" + dump.string() + "' -t " + std::to_string(t) + " " + mode,
+                                "CKJIT_MAX_ISA=" + cap);
+        REQUIRE_MESSAGE(r.status == 0, r.output);
+        const std::string bytes = slurp(dump);
+        REQUIRE(bytes.size() == 20u * 151936u * 4u);
+        if (first.empty()) {
+          first = bytes;
+          first_name = name;
+          continue;
+        }
+        CAPTURE(first_name);
+        CHECK(bytes == first);
+      }
+  }
+  fs::remove_all(dir);
+}
+}
