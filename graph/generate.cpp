@@ -1,5 +1,7 @@
 #include "graph/generate.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 
@@ -75,11 +77,13 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector
 }
 
 std::string timing_line(const GenerateResult& r, double load_ms, int threads) {
-  char buf[320];
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  char buf[360];
   std::snprintf(buf, sizeof buf,
-                "timing: load %.0f ms | prefill %lld tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d",
+                "timing: load %.0f ms | prefill %lld tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d | peak RSS %.0f MiB",
                 load_ms, (long long)r.n_prompt, r.prefill_ms, r.n_prompt / r.prefill_ms * 1e3, r.n_decoded, r.decode_ms,
-                r.n_decoded ? r.n_decoded / r.decode_ms * 1e3 : 0.0, threads);
+                r.n_decoded ? r.n_decoded / r.decode_ms * 1e3 : 0.0, threads, double(ru.ru_maxrss) / 1024.0);
   return buf;
 }
 

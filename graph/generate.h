@@ -51,7 +51,7 @@ struct GenerateCallbacks {
 GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
                         const GenerateOptions& o, const GenerateCallbacks& cb);
 
-// "timing: load ... | prefill N tok ... | decode N tok ... | threads T"
+// "timing: load ... | prefill N tok ... | decode N tok ... | threads T | peak RSS M MiB"
 std::string timing_line(const GenerateResult& r, double load_ms, int threads);
 
 }  // namespace ckjit::graph

@@ -115,6 +115,8 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
   two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
   q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
   if (!setup.allow_jit) return;
+  exact_all_ = setup.rows_mostly_one && exact_decode_dot();
+  if (exact_all_) return;
   // One packed layout for every op: the panel width of the best path; the paths that share it are
   // the candidates of each op, best first.
   const int panel = jit::panel_cols(order.front());
@@ -193,11 +195,17 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
 
 int64_t Linear::act_row_bytes() const { return graph::act_row_bytes(atype_, k_); }
 
-bool Linear::uses_reference() const { return !packed_ || (wtype_ == TensorType::Q5_K && llama_prefill_); }
+bool Linear::uses_reference() const {
+  return (!packed_ && !exact_all_) || (wtype_ == TensorType::Q5_K && llama_prefill_);
+}
 
 std::string Linear::describe() const {
   std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
+  const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
+  if (exact_all_)
+    return s + "every row in llama.cpp's " + dot + " order (" +
+           (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm" : "AVX2") + "; not repacked)";
   if (!packed_) return s + "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)";
   if (uses_reference()) return s + "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)";
   auto path = [](const OpKernels& k) { return std::string(jit::isa_name(k.store->spec().isa)); };
@@ -254,7 +262,7 @@ bool Linear::exact_decode_dot() const {
   return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0);
 }
 
-bool Linear::exact_rows(int64_t m) const { return exact_decode_dot() && (m == 1 || llama_prefill_); }
+bool Linear::exact_rows(int64_t m) const { return exact_decode_dot() && (m == 1 || llama_prefill_ || exact_all_); }
 
 void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));

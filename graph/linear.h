@@ -39,6 +39,11 @@ struct LinearSetup {
   LinearPlanner* planner = nullptr;
   int64_t plan_rows = 512;
   bool plan_swiglu = false;  // this weight is a Gate-Up pair's gate: also plan the fused SwiGLU
+  // Mostly one row per call (the LM head: one row per batch unless every row's logits are asked
+  // for): where decode runs llama.cpp's vec_dot order from the GGUF rows (Q6_K, Q8_0), every row
+  // does, and the weight is not repacked — the packed copy would double it in memory for a rare
+  // multi-row call (340 MB for a 2B model's tied Q6_K output).
+  bool rows_mostly_one = false;
 };
 
 // The ISA paths a Linear tries, best first, that `isa` runs: amx, avx512, avxvnni (VEX), avx2.
@@ -99,6 +104,7 @@ class Linear {
   TensorType wtype_, atype_;
   bool llama_order_ = true;
   bool llama_prefill_ = false;
+  bool exact_all_ = false;     // every row count through the vec_dot order (rows_mostly_one)
   bool two_row_q6k_ = false;   // decode's Q6_K vec_dot order two rows per zmm (AVX-512 allowed)
   bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
   std::string name_;

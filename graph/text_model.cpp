@@ -46,7 +46,9 @@ TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Worke
     fused_ffn_ = fused_ffn_ && !Linear::unfused_prefill(*L.gate, *L.up);
     layers_.push_back(std::move(L));
   }
-  lm_head_ = std::make_unique<Linear>(*tensors_.output, ls);
+  LinearSetup head_setup = ls;
+  head_setup.rows_mostly_one = true;
+  lm_head_ = std::make_unique<Linear>(*tensors_.output, head_setup);
   output_norm_ = f32_data(tensors_.output_norm);
   const bool llama = ls.llama_decode_order && ls.llama_prefill_order;
   rope_ = std::make_unique<Rope>(hp_.head_dim, hp_.rope_base, hp_.rope_sections.data(),

@@ -83,7 +83,8 @@ TEST_CASE("every weight of every type gets a JIT kernel under every cap this CPU
       for (const auto& line : m.dtype_report()) {
         CAPTURE(line);
         CHECK(line.find("scalar reference") == std::string::npos);
-        if (line.find(" x Q8_") != std::string::npos) CHECK(line.find("jit gemm " + best) != std::string::npos);
+        const bool vec_dot_rows = line.find("every row in llama.cpp's") != std::string::npos;  // the LM head (Q6_K, Q8_0)
+        if (line.find(" x Q8_") != std::string::npos && !vec_dot_rows) CHECK(line.find("jit gemm " + best) != std::string::npos);
         // AMX has no GEMV: decode declines to the next path that shares the packed layout.
         if (best == "amx" && line.find("; gemv ") != std::string::npos) CHECK(line.find("gemv avx512") != std::string::npos);
       }
