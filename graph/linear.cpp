@@ -82,6 +82,12 @@ TileGrid grid(int64_t m, int64_t n, int64_t align, int workers) {
   return g;
 }
 
+// The runtime ISA (CKJIT_MAX_ISA honoured), detected once; runtime/ kernels are chosen from it here.
+const topo::Isa& run_isa() {
+  static const topo::Isa isa = jit::runtime_isa();
+  return isa;
+}
+
 }  // namespace
 
 int64_t act_row_bytes(TensorType act, int64_t k) {
@@ -204,7 +210,7 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
 }
 
 bool Linear::exact_decode_dot() const {
-  static const bool avx2 = quant::vec_dot_avx2_available();
+  static const bool avx2 = jit::isa_runs(jit::IsaPath::Avx2, run_isa());
   return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0) && avx2;
 }
 
@@ -212,7 +218,7 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
-  static const bool two_rows = quant::vec_dot_x2_avx512_available() && jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa());
+  static const bool two_rows = jit::isa_runs(jit::IsaPath::Avx512, run_isa()) && run_isa().avx512dq;
   const int64_t xb = act_row_bytes();
   pool.run(size_t(m * col_tasks), [&](size_t t, int) {
     const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
@@ -335,8 +341,10 @@ void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t
   }
   // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
   // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
+  static const auto quantize = run_isa().avx512f && run_isa().avx512bw ? quant::quantize_row_q8_K_fma_avx512
+                                                                         : quant::quantize_row_q8_K_fma_scalar;
   pool.run(size_t(m), [&](size_t r, int) {
-    quant::quantize_row_q8_K_fma(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
+    quantize(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });
 }
 
