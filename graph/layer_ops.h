@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/workers.h"
+#include "topology/isa.h"
 
 namespace ckjit::graph {
 
@@ -16,23 +17,52 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 // Causal GQA attention over an f16 KV cache (keys/values of positions [0, n_kv) of one layer, row
 // stride kv_width halves). q: m rows of n_head*head_dim; row i is the query at position
 // pos0 + i and attends to cache positions [0, pos0 + i]. out: m rows of n_head*head_dim.
-// With AVX-512 this is the float order of llama.cpp's CPU flash-attention row path (see
-// layer_ops.cpp); otherwise q is rounded to f16, scores and a two-pass softmax in f32.
+// Every implementation follows the float order of llama.cpp's CPU flash-attention row path on
+// AVX-512 (see layer_ops.cpp), so the output is bit-identical on every ISA and thread count.
 // scratch: attention_scratch_floats(head_dim, n_ctx) floats per worker.
 struct AttentionShape {
   int64_t n_head, n_head_kv, head_dim;
   float scale;  // 1/sqrt(head_dim)
 };
-void attention(Workers& pool, const AttentionShape& s, const float* q, int64_t m, int64_t pos0, const uint16_t* k_cache,
-               const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker);
-
 int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx);
+
+// The attention op with its implementation chosen once, from an ordered list, for the given Isa:
+// "avx512" (AVX512F) else "avx2" (AVX2 + FMA + F16C, the floor: below it the constructor throws
+// ckjit::Error). Both give the same bits; only the instructions differ.
+class Attention {
+ public:
+  explicit Attention(const topo::Isa& isa);
+  const char* impl() const { return impl_; }
+  void run(Workers& pool, const AttentionShape& s, const float* q, int64_t m, int64_t pos0, const uint16_t* k_cache,
+           const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker) const;
+
+  // One query row of one head over n_keys keys (the per-task body of run()); qh and acc: head_dim
+  // halves of scratch each. For tests.
+  using RowFn = void (*)(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* k, const uint16_t* v,
+                         int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc);
+  RowFn row() const { return row_; }
+
+ private:
+  const char* impl_;
+  RowFn row_;
+};
 
 // y = silu(g) * u in the float order of llama.cpp's CPU swiglu on AVX-512 (ggml_vec_swiglu_f32 with
 // its vectorised expf: exponent n by the 1.5*2^23 trick, two-step ln2 reduction, degree-5 polynomial,
-// scalef; silu = x / (1 + exp(-x))). n a multiple of 16; AVX-512 only (swiglu_llama_available()).
-bool swiglu_llama_available();
-void swiglu_llama(const float* g, const float* u, float* y, int64_t n);
+// scalef; silu = x / (1 + exp(-x))) on every 16-element chunk, and g / (1 + std::exp(-g)) * u on the
+// n % 16 elements after the last one (llama.cpp's scalar tail). Any n. Chosen once like Attention:
+// "avx512" (AVX512F + DQ) else "avx2" (the floor; throws below it); bit-identical to each other.
+class SwiGLU {
+ public:
+  explicit SwiGLU(const topo::Isa& isa);
+  const char* impl() const { return impl_; }
+  void run(const float* g, const float* u, float* y, int64_t n) const { fn_(g, u, y, n); }
+
+ private:
+  using Fn = void (*)(const float* g, const float* u, float* y, int64_t n);
+  const char* impl_;
+  Fn fn_;
+};
 
 // Converts n floats to f16 (round to nearest even).
 void to_f16(const float* x, uint16_t* y, int64_t n);

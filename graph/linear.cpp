@@ -90,6 +90,8 @@ TileGrid grid(int64_t m, int64_t n, int64_t align, int workers) {
   return g;
 }
 
+// The runtime ISA (CKJIT_MAX_ISA honoured), detected once; runtime/ kernels are chosen from it here.
+
 }  // namespace
 
 int64_t act_row_bytes(TensorType act, int64_t k) {
@@ -107,7 +109,7 @@ std::vector<jit::IsaPath> linear_isa_order(const topo::Isa& isa) {
 
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
     : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_order_(setup.llama_decode_order),
-      llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), name_(t.name) {
+      llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), silu_(setup.isa), name_(t.name) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
@@ -132,7 +134,7 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
                 jit::isa_name(paths.front()) + " (use --no-jit for the scalar reference)");
   if (setup.plan_swiglu) {
     // Plans only for the fused ops that will run (llama.cpp's swiglu replaces them in its orders).
-    const bool llama_swiglu = llama_order_ && swiglu_llama_available() && n_ % 16 == 0;
+    const bool llama_swiglu = llama_order_;
     swiglu_m_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_}, false, paths,
                        llama_prefill_ && llama_swiglu ? nullptr : lp);
     swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
@@ -333,7 +335,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
 }
 
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
-  return gate.llama_order_ && swiglu_llama_available() && gate.n_ % 16 == 0;
+  return gate.llama_order_;
 }
 
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
@@ -351,7 +353,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   if (m == 1 && llama_swiglu_decode(gate, up)) {
     gate.matmul(pool, xq, 1, scratch, ldy);
     up.matmul(pool, xq_up, 1, scratch + gate.n_, ldy);
-    swiglu_llama(scratch, scratch + gate.n_, y, gate.n_);
+    gate.silu_.run(scratch, scratch + gate.n_, y, gate.n_);
     return;
   }
   if (unfused_prefill(gate, up) || (m == 1 && !fused_swiglu(gate, up))) {
@@ -361,7 +363,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     pool.run(size_t(m), [&](size_t r, int) {
       float* yr = y + int64_t(r) * ldy;
       const float* ur = scratch + int64_t(r) * ldy;
-      if (llama) return swiglu_llama(yr, ur, yr, gate.n_);
+      if (llama) return gate.silu_.run(yr, ur, yr, gate.n_);
       for (int64_t c = 0; c < gate.n_; ++c) yr[c] = jit::silu_mul_ref(yr[c], ur[c]);
     });
     return;
@@ -378,7 +380,6 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
 
 void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,
                           bool avx512) {
-  (void)avx512;
   const int64_t yb = act_row_bytes(act, k);
   uint8_t* out = static_cast<uint8_t*>(xq);
   if (act == TensorType::Q8_0) {
@@ -389,8 +390,9 @@ void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t
   }
   // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
   // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
+  const auto quantize = avx512 ? quant::quantize_row_q8_K_fma_avx512 : quant::quantize_row_q8_K_fma_scalar;
   pool.run(size_t(m), [&](size_t r, int) {
-    quant::quantize_row_q8_K_fma(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
+    quantize(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "graph/layer_ops.h"
 #include "graph/linear_plan.h"
 #include "graph/workers.h"
 #include "jit/code_cache.h"
@@ -107,6 +108,7 @@ class Linear {
   bool exact_all_ = false;     // every row count through the vec_dot order (rows_mostly_one)
   bool two_row_q6k_ = false;   // decode's Q6_K vec_dot order two rows per zmm (AVX-512 allowed)
   bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
+  SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;
   const uint8_t* raw_ = nullptr;  // GGUF rows (exact and reference paths)
   int64_t raw_row_bytes_ = 0;

@@ -133,7 +133,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       to_f16(kr, kc + (slot0 + r) * KV, KV);
       to_f16(v + r * KV, vc + (slot0 + r) * KV, KV);
     });
-    attention(pool_, as, q, m, slot0, kc, vc, attn, arena_.get<float>(s_.att_scratch), att_scratch_per_worker_);
+    md.attention().run(pool_, as, q, m, slot0, kc, vc, attn, arena_.get<float>(s_.att_scratch), att_scratch_per_worker_);
     LinearGroup wo{L.wo.get()};
     wo.prepare(pool_, attn, Q, m, prep);
     L.wo->matmul(pool_, wo.input(0), m, h_next, E, h);

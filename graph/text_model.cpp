@@ -53,6 +53,7 @@ TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Worke
   const bool llama = ls.llama_decode_order && ls.llama_prefill_order;
   rope_ = std::make_unique<Rope>(hp_.head_dim, hp_.rope_base, hp_.rope_sections.data(),
                                  llama ? RopeAngles::Libm : RopeAngles::Portable);
+  attention_ = std::make_unique<Attention>(ls.isa);
 }
 
 TextModel::~TextModel() = default;
@@ -100,6 +101,7 @@ std::vector<std::string> TextModel::dtype_report() const {
                 (!layers_.empty() && Linear::llama_swiglu_decode(*layers_[0].gate, *layers_[0].up)
                      ? " (prefill); decode: two GEMVs + llama.cpp's swiglu order"
                      : ""));
+  out.push_back(std::string("attention: ") + attention_->impl() + " (llama.cpp's flash-attention row order)");
   return out;
 }
 

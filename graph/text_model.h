@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/hparams.h"
+#include "graph/layer_ops.h"
 #include "graph/linear.h"
 #include "graph/linear_group.h"
 #include "graph/rope.h"
@@ -45,6 +46,7 @@ class TextModel {
   const float* output_norm() const { return output_norm_; }
   const gguf::TensorInfo& token_embd() const { return *tensors_.token_embd; }
   const Rope& rope() const { return *rope_; }
+  const Attention& attention() const { return *attention_; }
   bool fused_ffn() const { return fused_ffn_; }
   // Scratch the input preparation of any op needs for m rows (the largest group).
   int64_t prepare_scratch_bytes(int64_t m) const;
@@ -65,6 +67,7 @@ class TextModel {
   std::unique_ptr<Linear> lm_head_;
   const float* output_norm_ = nullptr;
   std::unique_ptr<Rope> rope_;
+  std::unique_ptr<Attention> attention_;
   bool fused_ffn_ = true;
 };
 

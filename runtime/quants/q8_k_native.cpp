@@ -52,7 +52,10 @@ void finish_block(BlockQ8_K& b, float iscale) {
   b.d = 1.0f / iscale;
 }
 
-__attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* x, BlockQ8_K* y, int64_t nb) {
+}  // namespace
+
+__attribute__((target("avx512f,avx512bw"))) void quantize_row_q8_K_fma_avx512(const float* x, BlockQ8_K* y, int64_t n) {
+  const int64_t nb = n / QK_K;
   const __m512 magic = _mm512_set1_ps(kMagic);
   const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000), hi = _mm512_set1_epi32(127);
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
@@ -70,12 +73,8 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* x,
   }
 }
 
-}  // namespace
-
-void quantize_row_q8_K_fma(const float* x, BlockQ8_K* y, int64_t n) {
+void quantize_row_q8_K_fma_scalar(const float* x, BlockQ8_K* y, int64_t n) {
   const int64_t nb = n / QK_K;
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  if (avx512) return quantize_avx512(x, y, nb);
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
     BlockQ8_K& b = y[i];
     float iscale;

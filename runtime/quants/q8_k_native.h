@@ -13,6 +13,9 @@
 
 namespace ckjit::quant {
 
-void quantize_row_q8_K_fma(const float* x, BlockQ8_K* y, int64_t n);
+// Two implementations with identical bytes; the caller picks (runtime/ does not detect the CPU).
+// The AVX-512 one needs AVX512F + AVX512BW.
+void quantize_row_q8_K_fma_scalar(const float* x, BlockQ8_K* y, int64_t n);
+void quantize_row_q8_K_fma_avx512(const float* x, BlockQ8_K* y, int64_t n);
 
 }  // namespace ckjit::quant

@@ -4,10 +4,6 @@
 
 namespace ckjit::quant {
 
-bool vec_dot_avx2_available() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
 // Lane L of the 8 int32 accumulators holds elements 4L..4L+3 of every 32-element chunk (the
 // _mm256_maddubs_epi16 / _mm256_madd_epi16 pairing); lanes 0-3 take the chunk's first 16-element
 // scale, lanes 4-7 the second. The -32 offset is removed with the bsums (C[L]) per super-block:

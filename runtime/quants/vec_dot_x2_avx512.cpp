@@ -4,11 +4,6 @@
 
 namespace ckjit::quant {
 
-bool vec_dot_x2_avx512_available() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
-}
-
 namespace {
 
 #define CKJIT_X2_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,f16c,fma")))

@@ -10,8 +10,7 @@
 
 namespace ckjit::quant {
 
-// Whether this CPU runs it (AVX512F + BW + DQ + VL, F16C).
-bool vec_dot_x2_avx512_available();
+// Needs AVX512F + BW + DQ + VL and F16C; the caller checks (runtime/ does not detect the CPU).
 // Both rows hold n/256 blocks; y is one Q8_K row of n elements.
 void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* y, int64_t n,
                                  float out[2]);

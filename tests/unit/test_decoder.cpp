@@ -6,6 +6,7 @@
 #include <random>
 
 #include "graph/rope.h"
+#include "jit/isa_select.h"
 #include "text_eval.h"
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
@@ -171,7 +172,7 @@ TEST_CASE("layer ops: GQA causal attention matches a naive double softmax") {
   const int64_t per_worker = attention_scratch_floats(D, n_ctx);
   std::vector<float> out(q.size()), scratch(static_cast<size_t>(2 * per_worker));
   AttentionShape as{Hq, Hkv, D, 0.25f};
-  attention(pool, as, q.data(), m, pos0, kc.data(), vc.data(), out.data(), scratch.data(), per_worker);
+  Attention(jit::runtime_isa()).run(pool, as, q.data(), m, pos0, kc.data(), vc.data(), out.data(), scratch.data(), per_worker);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kvh = h / (Hq / Hkv), n = pos0 + i + 1;

@@ -1,11 +1,13 @@
 // The FMA-contracted Q8_K quantizer rounds the exact product iscale*x (half to even).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "jit/isa_select.h"
 #include "runtime/quants/q8_k_native.h"
 
 using namespace ckjit::quant;
@@ -18,7 +20,7 @@ TEST_CASE("q8_K native quantizer: quants are the exact product rounded half to e
   for (auto& v : x) v = nd(rng);
   x[17] = 0.0f;
   std::vector<BlockQ8_K> y(64), r(64);
-  quantize_row_q8_K_fma(x.data(), y.data(), int64_t(x.size()));
+  quantize_row_q8_K_fma_scalar(x.data(), y.data(), int64_t(x.size()));
   quantize_row_q8_K(x.data(), r.data(), int64_t(x.size()));
   int differ = 0;
   for (int b = 0; b < 64; ++b) {
@@ -44,13 +46,35 @@ TEST_CASE("q8_K native quantizer: quants are the exact product rounded half to e
   }
   CHECK(differ < 10);  // the two roundings agree almost everywhere
 }
+
+TEST_CASE("q8_K native quantizer: the AVX-512 variant writes the scalar variant's bytes") {
+  const ckjit::topo::Isa isa = ckjit::jit::runtime_isa();
+  if (!(isa.avx512f && isa.avx512bw)) {
+    MESSAGE("SKIPPED: AVX512F+BW not usable here, the AVX-512 Q8_K quantizer was not checked");
+    return;
+  }
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int rep = 0; rep < 8; ++rep) {
+    std::vector<float> x(256 * 32);
+    for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
+    if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block
+    if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;                 // extreme max, a denormal
+    std::vector<BlockQ8_K> a(32), b(32);
+    std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
+    std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
+    quantize_row_q8_K_fma_scalar(x.data(), a.data(), int64_t(x.size()));
+    quantize_row_q8_K_fma_avx512(x.data(), b.data(), int64_t(x.size()));
+    CAPTURE(rep);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
+  }
+}
 }
 
 #include "runtime/quants/vec_dot_avx2.h"
 
 TEST_SUITE("decoder") {
 TEST_CASE("q6_K x q8_K AVX2 dot is bit-identical to the llama.cpp-order reference") {
-  if (!vec_dot_avx2_available()) return;
   std::mt19937 rng(4);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int64_t n : {256, 512, 2048, 6144}) {
@@ -73,7 +97,6 @@ TEST_CASE("q6_K x q8_K AVX2 dot is bit-identical to the llama.cpp-order referenc
 
 TEST_SUITE("decoder") {
 TEST_CASE("q8_0 x q8_0 AVX2 dot is bit-identical to the llama.cpp-order reference") {
-  if (!vec_dot_avx2_available()) return;
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int64_t n : {32, 256, 2048}) {
