@@ -7,6 +7,9 @@
 # prompt path has other float orders (4-row Q4_K GEMM and Q8_K quantizer, tinyBLAS) than its decode
 # path, while ckjit's batched prefill reproduces llama.cpp's decode numerics. PEER_BATCH="" compares
 # against llama.cpp's batched prompt instead (the gap is then llama.cpp's own batched-vs-serial gap).
+# Each case also prints that envelope (llama.cpp batched vs -b 1 -ub 1 on the same forced ids): the
+# float-order gap of llama.cpp itself on this machine, the yardstick of tests/unit/test_decoder_parity.cpp
+# (which reads the recorded fixtures; this script records nothing and runs everything live).
 # Usage: perf/parity_vs_llama.sh [BUILD_DIR]   (env: STEPS=128 MARGIN=0.05 PEER=path/to/peer-cli)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,12 +45,15 @@ for c in "${CASES[@]}"; do
   ids_of "$d/greedy.json" tokens >"$d/forced.txt"
   # shellcheck disable=SC2086
   "$PEER" complete -m "$m" -p "$PROMPT" --force "$d/forced.txt" $PEER_BATCH --dump-logits "$d/peer.f32" >"$d/peer.json" 2>/dev/null
+  "$PEER" complete -m "$m" -p "$PROMPT" --force "$d/forced.txt" --dump-logits "$d/peer_bat.f32" >/dev/null 2>&1
+  "$PEER" complete -m "$m" -p "$PROMPT" --force "$d/forced.txt" -b 1 -ub 1 --dump-logits "$d/peer_tbt.f32" >/dev/null 2>&1
   "$CKJIT" run -m "$m" -p "$PROMPT" --force "$d/forced.txt" --dump-logits "$d/ck.f32" >/dev/null 2>"$d/ck.err"
   peer_prompt="$(ids_of "$d/peer.json" prompt_tokens)"
   ck_prompt="$("$CKJIT" run -m "$m" -p "$PROMPT" -n 1 -v 2>&1 >/dev/null | sed -n 's/^prompt ids: //p')"
   tok="same"; [ "$peer_prompt" = "$ck_prompt" ] || tok="DIFFERENT ($peer_prompt | $ck_prompt)"
   echo "== $name ($opts): tokenization $tok"
   echo "   teacher-forced: $("$CKJIT" logits "$d/ck.f32" --compare "$d/peer.f32" --margin "$MARGIN")"
+  echo "   llama.cpp envelope (batched vs -b 1 -ub 1): $("$CKJIT" logits "$d/peer_bat.f32" --compare "$d/peer_tbt.f32" --margin "$MARGIN")"
   if [ "$sharp" = yes ]; then
     "$CKJIT" run -m "$m" -p "$PROMPT" -n "$STEPS" --ignore-eos -v 2>"$d/ck_greedy.err" >/dev/null
     ck_gen="$(sed -n 's/^generated ids: //p' "$d/ck_greedy.err")"

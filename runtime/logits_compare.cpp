@@ -53,8 +53,15 @@ TrajectoryDiff compare_trajectories(std::span<const float> a, std::span<const fl
     const double c = cosine(ra, rb);
     sum += c;
     if (c < d.cos_min || s == 0) d.cos_min = c, d.cos_min_step = s;
-    for (int64_t i = 0; i < V; ++i) d.max_abs = std::max(d.max_abs, std::fabs(ra[size_t(i)] - rb[size_t(i)]));
+    float step_max = 0;
+    for (int64_t i = 0; i < V; ++i) step_max = std::max(step_max, std::fabs(ra[size_t(i)] - rb[size_t(i)]));
+    d.max_abs = std::max(d.max_abs, step_max);
     const StepTop ta = step_top(ra), tb = step_top(rb);
+    d.step_cos.push_back(c);
+    d.step_max_abs.push_back(step_max);
+    d.step_margin_b.push_back(tb.margin);
+    d.step_top1_a.push_back(ta.top1);
+    d.step_top1_b.push_back(tb.top1);
     const bool agree = ta.top1 == tb.top1;
     d.all_agree += agree;
     if (!agree) d.disagreements.push_back(s);

@@ -27,6 +27,10 @@ struct TrajectoryDiff {
   int64_t all_agree = 0;
   float max_abs = 0;
   std::vector<int64_t> disagreements;  // steps whose top-1 differs (any margin)
+  // Per step: full-vocabulary cosine and max |a - b|, each side's top-1 and the reference's top-2 margin.
+  std::vector<double> step_cos;
+  std::vector<float> step_max_abs, step_margin_b;
+  std::vector<int32_t> step_top1_a, step_top1_b;
 };
 // a: candidate, b: reference; rows of n_vocab; uses min(rows) steps.
 TrajectoryDiff compare_trajectories(std::span<const float> a, std::span<const float> b, int64_t n_vocab,

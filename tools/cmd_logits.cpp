@@ -1,6 +1,8 @@
 // `ckjit logits`: inspects and compares --dump-logits trajectories (float32 [steps][n_vocab]).
-//   ckjit logits A.f32 --vocab V --compare B.f32 [--margin T] [--json]   A (candidate) vs B (reference)
-//   ckjit logits A.f32 --vocab V --top K                                 per step: top K as JSON
+//   ckjit logits A.f32 --vocab V --compare B.f32 [--margin T] [--json [--per-step]]   A (candidate) vs B (reference)
+//   ckjit logits A.f32 --vocab V --top K [--with B.f32]                  per step: top K as JSON
+// --per-step adds, per step, the full-vocabulary cosine and max |A - B|, both top-1 ids and B's top-2
+// margin; --with adds B's logit at each of A's top K ids ([id, a, b] instead of [id, a]).
 #include <boost/program_options.hpp>
 
 #include <cstdio>
@@ -21,7 +23,9 @@ static int logits_main(const std::vector<std::string>& args) {
       ("compare", po::value<std::string>(), "reference logits file")
       ("margin", po::value<float>()->default_value(0.05f), "top-1 must agree where the reference's top-2 margin exceeds this")
       ("top", po::value<int>(), "print each step's top K (id, logit) as JSON")
+      ("with", po::value<std::string>(), "with --top: also this file's logit at each of those ids")
       ("json", "machine-readable comparison")
+      ("per-step", "with --compare --json: per-step cosine, max |diff|, top-1 ids and reference margin")
       ("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -37,12 +41,20 @@ static int logits_main(const std::vector<std::string>& args) {
   if (vm.count("top")) {
     const int k = vm["top"].as<int>();
     if (k < 1) throw ckjit::Error("--top must be at least 1");
+    std::vector<float> b;
+    if (vm.count("with")) {
+      b = ckjit::read_logits_file(vm["with"].as<std::string>(), V);
+      if (b.size() != a.size()) throw ckjit::Error("--with: the two files have different numbers of steps");
+    }
     ckjit::JsonWriter j;
     j.begin_array();
     for (size_t s = 0; s < a.size() / size_t(V); ++s) {
       j.begin_array();
-      for (auto& [id, v] : ckjit::top_k_logits(std::span(a).subspan(s * size_t(V), size_t(V)), k))
-        j.begin_array().value(id).value(double(v)).end_array();
+      for (auto& [id, v] : ckjit::top_k_logits(std::span(a).subspan(s * size_t(V), size_t(V)), k)) {
+        j.begin_array().value(id).value(double(v));
+        if (!b.empty()) j.value(double(b[s * size_t(V) + size_t(id)]));
+        j.end_array();
+      }
       j.end_array();
     }
     j.end_array();
@@ -62,7 +74,21 @@ static int logits_main(const std::vector<std::string>& args) {
     j.key("top1_agree").value(d.all_agree).key("max_abs_diff").value(double(d.max_abs));
     j.key("disagreements").begin_array();
     for (auto s : d.disagreements) j.value(s);
-    j.end_array().end_object();
+    j.end_array();
+    if (vm.count("per-step")) {
+      j.key("step_cos").begin_array();
+      for (double c : d.step_cos) j.value(c);
+      j.end_array().key("step_max_abs").begin_array();
+      for (float x : d.step_max_abs) j.value(double(x));
+      j.end_array().key("step_top1").begin_array();
+      for (auto t : d.step_top1_a) j.value(t);
+      j.end_array().key("step_ref_top1").begin_array();
+      for (auto t : d.step_top1_b) j.value(t);
+      j.end_array().key("step_ref_margin").begin_array();
+      for (float x : d.step_margin_b) j.value(double(x));
+      j.end_array();
+    }
+    j.end_object();
     std::cout << j.str() << "\n";
   } else {
     std::printf("steps %lld | cosine min %.7f (step %lld) mean %.7f | top-1 agree %lld/%lld, where margin > %g: %lld/%lld | max |diff| %.4g\n",
