@@ -34,8 +34,10 @@
 // kMinGreedyPrefix = 16 tokens for that to mean anything; a shorter one fails, as a finding about
 // the model (its margins against llama.cpp's own float-order noise), not about ckjit.
 // A check that cannot run (no envelope run in a fixture) fails; a test case with nothing to check
-// at all prints kSkipMarker, which tests/CMakeLists.txt maps to ctest's "skipped".
+// at all prints the skip marker (tests/unit/skip.h), which ctest reports as skipped.
 #include <doctest/doctest.h>
+
+#include "skip.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +65,6 @@ constexpr float kBitTolerance = 2e-6f;
 constexpr float kGreedyMarginFactor = 50.0f;
 constexpr float kGreedyMinMargin = 0.05f;
 constexpr size_t kMinGreedyPrefix = 16;
-const std::string kSkipMarker = "CKJIT_TEST_SKIPPED";  // a std::string: doctest prints a char* as a pointer
 
 const char* const kCases[] = {"tiny-s1", "tiny-s2", "tiny-s3", "headdim128-untied", "mixed-q5k-q80"};
 
@@ -378,6 +379,6 @@ TEST_CASE("decoder parity with llama.cpp: --llama-order reproduces AVX-512 llama
                        << "; allowed " << kBitTolerance << ", the 6-decimal storage). --llama-order must give those "
                           "numbers on every ISA; off AVX-512 this fails until ckjit's AVX2 kernels use the AVX-512 float orders.");
   }
-  if (checked == 0) MESSAGE(kSkipMarker << ": no fixture has an avx512 token-by-token run");
+  if (checked == 0) ckjit::test::print_skip_marker("no fixture has an avx512 token-by-token run");
 }
 }

@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "tests/unit/cli_run.h"
 #include "tests/unit/jit_matmul_check.h"
+#include "tests/unit/skip.h"
 
 using namespace ckjit;
 using namespace ckjit::jit;
@@ -26,14 +27,16 @@ KernelSpec vnni_spec(TensorType w, Op op, int mr, int nr, int64_t k, VnniEncodin
   return s;
 }
 
-// The encodings whose kernels this process may execute (often just one, sometimes none).
+// The encodings whose kernels this process may execute (often just one, sometimes none: a test
+// case that runs avxvnni kernels then skips as a whole, kNoVnni).
 std::vector<VnniEncoding> runnable_encodings() {
   std::vector<VnniEncoding> e;
   for (VnniEncoding enc : {VnniEncoding::Vex, VnniEncoding::Evex})
     if (isa_runs(IsaPath::AvxVnni, runtime_isa(), enc)) e.push_back(enc);
-  if (e.empty()) MESSAGE("neither AVX-VNNI nor AVX512-VNNI+VL usable here: avxvnni kernels not executed");
   return e;
 }
+
+constexpr const char* kNoVnni = "neither AVX-VNNI nor AVX512-VNNI+VL usable here: avxvnni kernels not executed";
 
 // Register-form ymm vpdpbusd (opcode 0x50) / vpdpwssd (0x52), map 0F38, prefix 66, W0, in VEX
 // (C4 RXB.00010 W.vvvv.1.01 op modrm) or EVEX (62 RXBR'.00.10 W.vvvv.1.01 z.L'L=01.b.V'aaa op
@@ -139,7 +142,9 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q4_K avxvnni GEMM, GEMV, residual and SwiGLU equal their scalar twins") {
-    for (VnniEncoding enc : runnable_encodings()) {
+    const std::vector<VnniEncoding> encodings = runnable_encodings();
+    if (encodings.empty()) CKJIT_SKIP(kNoVnni);
+    for (VnniEncoding enc : encodings) {
       const TensorType q4 = TensorType::Q4_K;
       for (int64_t k : {256, 4096})
         for (int64_t m : {1, 2, 3, 17})
@@ -162,7 +167,9 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q5_K, Q6_K and Q8_0 avxvnni GEMM, GEMV, residual and SwiGLU equal their scalar twins") {
-    for (VnniEncoding enc : runnable_encodings())
+    const std::vector<VnniEncoding> encodings = runnable_encodings();
+    if (encodings.empty()) CKJIT_SKIP(kNoVnni);
+    for (VnniEncoding enc : encodings)
       for (TensorType w : {TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0}) {
         const bool q80 = w == TensorType::Q8_0;
         for (int64_t k : {q80 ? int64_t(32) : int64_t(256), int64_t(4096)})
@@ -181,8 +188,10 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("avxvnni and avx2 Q4_K / Q6_K paths give bit-identical outputs on the same panels") {
-    if (!isa_runs(IsaPath::Avx2, runtime_isa())) return;
-    for (VnniEncoding enc : runnable_encodings())
+    if (!isa_runs(IsaPath::Avx2, runtime_isa())) CKJIT_SKIP("AVX2 not usable here");
+    const std::vector<VnniEncoding> encodings = runnable_encodings();
+    if (encodings.empty()) CKJIT_SKIP(kNoVnni);
+    for (VnniEncoding enc : encodings)
       for (TensorType wt : {TensorType::Q4_K, TensorType::Q6_K}) {
         const int64_t m = 5, n = 40, k = 1024;
         KernelSpec sv = vnni_spec(wt, Op::Gemm, 2, 2, k, enc), s2 = sv;
@@ -207,7 +216,9 @@ TEST_SUITE("jit") {
 
 TEST_SUITE("slow") {
   TEST_CASE("Q4_K and Q6_K avxvnni GEMM and SwiGLU at M = 1028") {
-    for (VnniEncoding enc : runnable_encodings()) {
+    const std::vector<VnniEncoding> encodings = runnable_encodings();
+    if (encodings.empty()) CKJIT_SKIP(kNoVnni);
+    for (VnniEncoding enc : encodings) {
       check_matmul(vnni_spec(TensorType::Q4_K, Op::Gemm, 2, 2, 4096, enc), 1028, 21, 9);
       check_matmul(vnni_spec(TensorType::Q4_K, Op::SwiGLU, 5, 2, 4096, enc), 1028, 19, 10);
       check_matmul(vnni_spec(TensorType::Q6_K, Op::Gemm, 3, 1, 4096, enc), 1028, 13, 11);

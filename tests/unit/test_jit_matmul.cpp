@@ -18,6 +18,7 @@
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 #include "tests/unit/jit_matmul_check.h"
+#include "tests/unit/skip.h"
 
 using namespace ckjit;
 using namespace ckjit::jit;
@@ -28,6 +29,27 @@ using quant::BlockQ8_K;
 namespace {
 bool avx512_runs() { return isa_runs(IsaPath::Avx512, runtime_isa()); }
 bool avx2_runs() { return isa_runs(IsaPath::Avx2, runtime_isa()); }
+
+// The Q4_K GEMM kernel of `isa` against llama.cpp's repacked gemv (same float order: bit-exact).
+void check_repacked_gemv_order(IsaPath isa) {
+  const int64_t m = 3, n = 21, k = 1024, nb = k / 256;
+  auto wq = random_q4k(n, k, 31);
+  auto x = random_q8k(m, k, 32);
+  PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
+  std::vector<float> y(size_t(m * n));
+  MatmulOperands op;
+  op.w = &w;
+  op.x = x.data();
+  op.ldx = nb * int64_t(sizeof(BlockQ8_K));
+  op.y = y.data();
+  op.ldy = n * 4;
+  run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      float want = quant::vec_dot_q4_K_q8_K_repack_gemv(wq.data() + c * nb, x.data() + r * nb, k);
+      CHECK_MESSAGE(std::memcmp(&y[size_t(r * n + c)], &want, 4) == 0, isa_name(isa) << " row " << r << " col " << c);
+    }
+}
 }  // namespace
 
 TEST_SUITE("jit") {
@@ -153,7 +175,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q4_K GEMM avx512 equals its scalar twin bit for bit on odd shapes") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     for (int64_t k : {256, 4096})
       for (int64_t m : {1, 2, 3, 17})
         for (int64_t n : {5, 53, 100}) check_matmul(q4k_spec(Op::Gemm, 4, 3, k), m, n, uint32_t(k + m * 7 + n));
@@ -165,13 +187,13 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q4_K GEMV avx512 (M = 1 and small M) equals its scalar twin") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     for (int64_t m : {1, 2, 3})
       for (int64_t n : {16, 77}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 4096), m, n, uint32_t(m + n));
   }
 
   TEST_CASE("fused Gate-Up SwiGLU avx512 equals its scalar twin") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     for (int64_t m : {1, 2, 3, 17})
       for (int64_t n : {16, 45}) check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), m, n, uint32_t(m * n));
     check_matmul(q4k_spec(Op::SwiGLU, 2, 4, 256, Epilogue::SwiGLU), 5, 80, 3);
@@ -181,7 +203,7 @@ TEST_SUITE("jit") {
 
 TEST_SUITE("jit") {
   TEST_CASE("Q4_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
-    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    if (!avx2_runs()) CKJIT_SKIP("AVX2 not usable here");
     const IsaPath a2 = IsaPath::Avx2;
     check_matmul_shapes(q4k_spec(Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 21, 100});
     check_matmul(q4k_spec(Op::Gemm, 3, 1, 256, Epilogue::ResidualAdd, a2), 7, 29, 6);
@@ -196,7 +218,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("avx2 and avx512 Q4_K paths give bit-identical outputs") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     const int64_t m = 5, n = 40, k = 512;
     auto wq = random_q4k(n, k, 77);
     auto x = random_q8k(m, k, 78);
@@ -238,7 +260,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q6_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     const TensorType wt = TensorType::Q6_K;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {256, 4096}, {7, 53});
     check_matmul(matmul_spec(wt, Op::Gemm, 4, 3, 512, Epilogue::ResidualAdd), 5, 40, 2);
@@ -257,12 +279,15 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q8_0 avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     const TensorType wt = TensorType::Q8_0;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {32, 256, 4096}, {9, 53});
     check_matmul(matmul_spec(wt, Op::Gemm, 4, 3, 512, Epilogue::ResidualAdd), 5, 40, 2);
     check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048), 1, 100, 3);
     check_matmul(matmul_spec(wt, Op::SwiGLU, 6, 2, 512, Epilogue::SwiGLU), 7, 33, 4);
+  }
+
+  TEST_CASE("Q8_0 reference equals llama.cpp's vec_dot within float reordering") {
     // The reference itself against llama.cpp's vec_dot (different float order: tolerance).
     auto wq = random_q80(1, 256, 8);
     std::vector<float> xf(256, 0.0f);
@@ -292,7 +317,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q5_K avx512 GEMM and GEMV and SwiGLU equal their scalar twins") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     const TensorType wt = TensorType::Q5_K;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 4, 3, 256), {256, 4096}, {7, 53});
     check_matmul(matmul_spec(wt, Op::Gemv, 1, 4, 2048), 1, 100, 3);
@@ -302,7 +327,7 @@ TEST_SUITE("jit") {
 
 TEST_SUITE("jit") {
   TEST_CASE("SwiGLU straight into Q8_K equals SwiGLU then the reference quantizer") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     const int64_t m = 7, n = 768, k = 512;
     KernelSpec sw = q4k_spec(Op::SwiGLU, 6, 2, k, Epilogue::SwiGLU);
     PackedWeights g = random_packed(sw, n, k, 1), u = random_packed(sw, n, k, 2);
@@ -331,7 +356,7 @@ TEST_SUITE("jit") {
 
 TEST_SUITE("jit") {
   TEST_CASE("Q8_0 avx2 GEMM and SwiGLU equal their scalar twins") {
-    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    if (!avx2_runs()) CKJIT_SKIP("AVX2 not usable here");
     const TensorType wt = TensorType::Q8_0;
     const IsaPath a2 = IsaPath::Avx2;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {32, 4096}, {5, 29});
@@ -339,7 +364,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q5_K avx2 GEMM and SwiGLU equal their scalar twins") {
-    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    if (!avx2_runs()) CKJIT_SKIP("AVX2 not usable here");
     const TensorType wt = TensorType::Q5_K;
     const IsaPath a2 = IsaPath::Avx2;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 29});
@@ -347,7 +372,7 @@ TEST_SUITE("jit") {
   }
 
   TEST_CASE("Q6_K avx2 GEMM and GEMV and SwiGLU equal their scalar twins") {
-    if (!avx2_runs()) { MESSAGE("AVX2 not usable here: skipped"); return; }
+    if (!avx2_runs()) CKJIT_SKIP("AVX2 not usable here");
     const TensorType wt = TensorType::Q6_K;
     const IsaPath a2 = IsaPath::Avx2;
     check_matmul_shapes(matmul_spec(wt, Op::Gemm, 2, 2, 256, Epilogue::Store, a2), {256, 4096}, {5, 29});
@@ -359,33 +384,20 @@ TEST_SUITE("jit") {
 }
 
 TEST_SUITE("jit") {
-  TEST_CASE("Q4_K kernels are bit-identical to llama.cpp's repacked gemv order") {
-    const int64_t m = 3, n = 21, k = 1024, nb = k / 256;
-    auto wq = random_q4k(n, k, 31);
-    auto x = random_q8k(m, k, 32);
-    for (IsaPath isa : {IsaPath::Avx512, IsaPath::Avx2}) {
-      if (!isa_runs(isa, runtime_isa())) continue;
-      PackedWeights w = repack_q4_K(wq.data(), n, k, panel_cols(isa), 1);
-      std::vector<float> y(size_t(m * n));
-      MatmulOperands op;
-      op.w = &w;
-      op.x = x.data();
-      op.ldx = nb * int64_t(sizeof(BlockQ8_K));
-      op.y = y.data();
-      op.ldy = n * 4;
-      run_tile(global_code_cache().get(q4k_spec(Op::Gemm, 2, 1, k, Epilogue::Store, isa)), op, {0, m, 0, n});
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < n; ++c) {
-          float want = quant::vec_dot_q4_K_q8_K_repack_gemv(wq.data() + c * nb, x.data() + r * nb, k);
-          CHECK_MESSAGE(std::memcmp(&y[size_t(r * n + c)], &want, 4) == 0, isa_name(isa) << " row " << r << " col " << c);
-        }
-    }
+  TEST_CASE("Q4_K avx512 kernels are bit-identical to llama.cpp's repacked gemv order") {
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
+    check_repacked_gemv_order(IsaPath::Avx512);
+  }
+
+  TEST_CASE("Q4_K avx2 kernels are bit-identical to llama.cpp's repacked gemv order") {
+    if (!avx2_runs()) CKJIT_SKIP("AVX2 not usable here");
+    check_repacked_gemv_order(IsaPath::Avx2);
   }
 }
 
 TEST_SUITE("slow") {
   TEST_CASE("Q4_K GEMM and SwiGLU avx512 at M = 1028") {
-    if (!avx512_runs()) { MESSAGE("AVX-512 VNNI not usable here: skipped"); return; }
+    if (!avx512_runs()) CKJIT_SKIP("AVX-512 VNNI not usable here");
     check_matmul(q4k_spec(Op::Gemm, 4, 3, 4096), 1028, 21, 9);
     check_matmul(q4k_spec(Op::SwiGLU, 6, 2, 4096, Epilogue::SwiGLU), 1028, 19, 10);
   }

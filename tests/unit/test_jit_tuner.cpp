@@ -14,6 +14,7 @@
 #include "jit/planner/model_shapes.h"
 #include "jit/planner/planner.h"
 #include "planner_test_machines.h"
+#include "skip.h"
 #include "topology/cpu_budget.h"
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -113,10 +114,7 @@ TEST_CASE("the planner proposes only register blocks the JIT emitters accept") {
 TEST_CASE("the JIT runner equals the kernels' scalar twin under every tiling and thread count") {
   JitRunner runner;
   const OpShape probe{OpKind::gemm, TensorType::Q4_K, 2, 16, 256};
-  if (!runner.cannot_run(probe).empty()) {
-    MESSAGE("skipped: " << runner.cannot_run(probe));
-    return;
-  }
+  if (!runner.cannot_run(probe).empty()) CKJIT_SKIP(runner.cannot_run(probe));
   auto machine = topo::detect_machine();
   const int max_t = std::min(2, cpu_budget(machine).max_threads);
   const OpShape shapes[] = {
@@ -153,10 +151,8 @@ TEST_CASE("the JIT runner equals the kernels' scalar twin under every tiling and
 
 TEST_CASE("ckjit tune measures with the JIT kernels by default and writes a profile") {
   JitRunner probe_runner;
-  if (!probe_runner.cannot_run({OpKind::gemm, TensorType::Q4_K, 2, 16, 256}).empty()) {
-    MESSAGE("skipped: the JIT kernels do not run here");
-    return;
-  }
+  const std::string why = probe_runner.cannot_run({OpKind::gemm, TensorType::Q4_K, 2, 16, 256});
+  if (!why.empty()) CKJIT_SKIP("the JIT kernels do not run here: " << why);
   std::string dir = temp_dir();
   std::string profile = dir + "/p.json";
   auto r = run_ckjit("tune --no-peaks --shape gemm:8x64x256:q4_k --shape gate_up:4x32x512:q8_0 --shape gemv:1x48x256:f32"

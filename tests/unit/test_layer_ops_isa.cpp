@@ -3,6 +3,8 @@
 // against the AVX-512 implementation byte for byte where AVX-512 runs (reported SKIPPED elsewhere).
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -239,8 +241,7 @@ TEST_CASE("layer ops isa: AVX2 attention equals the scalar emulation of llama.cp
 TEST_CASE("layer ops isa: AVX2 and AVX-512 attention give the same bytes") {
   topo::Isa isa;
   if (!avx512_runs(isa)) {
-    MESSAGE("SKIPPED: AVX-512 not usable here (or capped by CKJIT_MAX_ISA): AVX2 vs AVX-512 attention not compared");
-    return;
+    CKJIT_SKIP("AVX-512 not usable here (or capped by CKJIT_MAX_ISA): AVX2 vs AVX-512 attention not compared");
   }
   const Attention avx2(avx2_isa()), avx512(isa);
   REQUIRE(std::string(avx512.impl()) == "avx512");
@@ -288,8 +289,7 @@ TEST_CASE("layer ops isa: AVX2 swiglu equals the scalar emulation of llama.cpp's
 TEST_CASE("layer ops isa: AVX2 and AVX-512 swiglu give the same bytes") {
   topo::Isa isa;
   if (!avx512_runs(isa)) {
-    MESSAGE("SKIPPED: AVX-512 not usable here (or capped by CKJIT_MAX_ISA): AVX2 vs AVX-512 swiglu not compared");
-    return;
+    CKJIT_SKIP("AVX-512 not usable here (or capped by CKJIT_MAX_ISA): AVX2 vs AVX-512 swiglu not compared");
   }
   const SwiGLU avx2(avx2_isa()), avx512(isa);
   REQUIRE(std::string(avx512.impl()) == "avx512");

@@ -1,6 +1,7 @@
 // The FMA-contracted Q8_K quantizer rounds the exact product iscale*x (half to even).
 #include <doctest/doctest.h>
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "jit/isa_select.h"
 #include "runtime/quants/q8_k_native.h"
+#include "tests/unit/skip.h"
 
 using namespace ckjit::quant;
 
@@ -50,8 +52,7 @@ TEST_CASE("q8_K native quantizer: quants are the exact product rounded half to e
 TEST_CASE("q8_K native quantizer: the AVX-512 variant writes the scalar variant's bytes") {
   const ckjit::topo::Isa isa = ckjit::jit::runtime_isa();
   if (!(isa.avx512f && isa.avx512bw)) {
-    MESSAGE("SKIPPED: AVX512F+BW not usable here, the AVX-512 Q8_K quantizer was not checked");
-    return;
+    CKJIT_SKIP("AVX512F+BW not usable here, the AVX-512 Q8_K quantizer was not checked");
   }
   std::mt19937 rng(21);
   std::normal_distribution<float> nd(0.0f, 1.0f);

@@ -9,16 +9,15 @@
 #include "jit/isa_select.h"
 #include "runtime/quants/vec_dot_avx2.h"
 #include "runtime/quants/vec_dot_x2_avx512.h"
+#include "tests/unit/skip.h"
 
 using namespace ckjit::quant;
 
 TEST_SUITE("decoder") {
 TEST_CASE("q6_K x q8_K two-row AVX-512 dot is bit-identical to the AVX2 order per row") {
   const ckjit::topo::Isa isa = ckjit::jit::runtime_isa();
-  if (!(isa.avx512f && isa.avx512bw && isa.avx512dq && isa.avx512vl && isa.f16c)) {
-    MESSAGE("SKIPPED: AVX-512 BW/DQ/VL not available: the two-row dot is not used on this CPU");
-    return;
-  }
+  if (!(isa.avx512f && isa.avx512bw && isa.avx512dq && isa.avx512vl && isa.f16c))
+    CKJIT_SKIP("AVX-512 BW/DQ/VL not available: the two-row dot is not used on this CPU");
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   int checked = 0;
