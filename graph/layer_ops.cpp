@@ -44,8 +44,9 @@ __attribute__((target("f16c"))) float h2f(uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) uint16_t f2h(float f) { return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
 
 // ggml's scalar tails: products in float, dot sum in double; mad fused as GCC contracts it.
-double dot_tail(const uint16_t* x, const uint16_t* y, int64_t i, int64_t n, double sumf) {
-  for (; i < n; ++i) sumf += double(h2f(x[i]) * h2f(y[i]));
+// y: the f16 query widened to f32 once per row (exact), so the dot converts only the keys.
+double dot_tail(const uint16_t* x, const float* y, int64_t i, int64_t n, double sumf) {
+  for (; i < n; ++i) sumf += double(h2f(x[i]) * y[i]);
   return sumf;
 }
 void scale_tail(uint16_t* y, int64_t i, int64_t n, float v) {
@@ -62,11 +63,11 @@ __attribute__((target("avx512f,f16c,fma"))) inline void store_h16(uint16_t* p, _
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-__attribute__((target("avx512f,f16c,fma"))) float dot_f16_avx512(const uint16_t* x, const uint16_t* y, int64_t n) {
+__attribute__((target("avx512f,f16c,fma"))) float dot_f16_avx512(const uint16_t* x, const float* y, int64_t n) {
   const int64_t np = n & ~int64_t(63);
   __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t i = 0; i < np; i += 64)
-    for (int j = 0; j < 4; ++j) sum[j] = _mm512_fmadd_ps(load_h16(x + i + 16 * j), load_h16(y + i + 16 * j), sum[j]);
+    for (int j = 0; j < 4; ++j) sum[j] = _mm512_fmadd_ps(load_h16(x + i + 16 * j), _mm512_loadu_ps(y + i + 16 * j), sum[j]);
   sum[0] = _mm512_add_ps(sum[0], sum[2]);
   sum[1] = _mm512_add_ps(sum[1], sum[3]);
   sum[0] = _mm512_add_ps(sum[0], sum[1]);
@@ -104,15 +105,15 @@ __attribute__((target("avx2,fma,f16c"))) inline float reduce_add_16(__m256 lo, _
 }
 
 // dot_f16_avx512 with accumulator j as (lo[j], hi[j]).
-__attribute__((target("avx2,fma,f16c"))) float dot_f16_avx2(const uint16_t* x, const uint16_t* y, int64_t n) {
+__attribute__((target("avx2,fma,f16c"))) float dot_f16_avx2(const uint16_t* x, const float* y, int64_t n) {
   const int64_t np = n & ~int64_t(63);
   __m256 lo[4], hi[4];
   for (int j = 0; j < 4; ++j) lo[j] = hi[j] = _mm256_setzero_ps();
   for (int64_t i = 0; i < np; i += 64)
     for (int j = 0; j < 4; ++j) {
       const int64_t e = i + 16 * j;
-      lo[j] = _mm256_fmadd_ps(load_h8(x + e), load_h8(y + e), lo[j]);
-      hi[j] = _mm256_fmadd_ps(load_h8(x + e + 8), load_h8(y + e + 8), hi[j]);
+      lo[j] = _mm256_fmadd_ps(load_h8(x + e), _mm256_loadu_ps(y + e), lo[j]);
+      hi[j] = _mm256_fmadd_ps(load_h8(x + e + 8), _mm256_loadu_ps(y + e + 8), hi[j]);
     }
   for (__m256* a : {lo, hi}) a[0] = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
   return float(dot_tail(x, y, np, n, double(reduce_add_16(lo[0], hi[0]))));
@@ -133,16 +134,18 @@ __attribute__((target("avx2,fma,f16c"))) void mad_f16_avx2(uint16_t* y, const ui
 }
 
 // The online softmax of one row, shared by both ISAs (one std::exp, so one libm call for both).
-template <float (*Dot)(const uint16_t*, const uint16_t*, int64_t), void (*Scale)(uint16_t*, int64_t, float),
+template <float (*Dot)(const uint16_t*, const float*, int64_t), void (*Scale)(uint16_t*, int64_t, float),
           void (*Mad)(uint16_t*, const uint16_t*, int64_t, float)>
 void attention_row(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* kb, const uint16_t* vb,
                    int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc) {
   const int64_t D = s.head_dim;
   to_f16(q, qh, D);
+  float qf[kMaxHeadDim];
+  for (int64_t d = 0; d < D; ++d) qf[d] = h2f(qh[d]);
   std::fill(acc, acc + D, uint16_t(0));
   float S = 0.0f, M = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float sc = Dot(kb + j * kv_width, qh, D) * s.scale;
+    const float sc = Dot(kb + j * kv_width, qf, D) * s.scale;
     const float Mold = M;
     float ms = 1.0f, vs = 1.0f;
     if (sc > M) {
@@ -301,6 +304,7 @@ void Attention::run(Workers& pool, const AttentionShape& s, const float* q, int6
   const int64_t D = s.head_dim, q_width = s.n_head * D, kv_width = s.n_head_kv * D;
   const int64_t group = s.n_head / s.n_head_kv;
   if (D % 8 != 0) throw Error("attention: head dim must be a multiple of 8");
+  if (D > kMaxHeadDim) throw Error("attention: head dim " + std::to_string(D) + " is above " + std::to_string(kMaxHeadDim));
   pool.run(size_t(m * s.n_head), [&](size_t task, int worker) {
     const int64_t i = int64_t(task) / s.n_head, h = int64_t(task) % s.n_head, kvh = h / group;
     uint16_t* qh = reinterpret_cast<uint16_t*>(scratch + worker * scratch_per_worker);

@@ -29,6 +29,8 @@ int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx);
 // The attention op with its implementation chosen once, from an ordered list, for the given Isa:
 // "avx512" (AVX512F) else "avx2" (AVX2 + FMA + F16C, the floor: below it the constructor throws
 // ckjit::Error). Both give the same bits; only the instructions differ.
+inline constexpr int64_t kMaxHeadDim = 512;  // the query row is widened on the stack
+
 class Attention {
  public:
   explicit Attention(const topo::Isa& isa);

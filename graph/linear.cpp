@@ -134,7 +134,7 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
                 jit::isa_name(paths.front()) + " (use --no-jit for the scalar reference)");
   if (setup.plan_swiglu) {
     // Plans only for the fused ops that will run (llama.cpp's swiglu replaces them in its orders).
-    const bool llama_swiglu = llama_order_;
+    const bool llama_swiglu = llama_prefill_;
     swiglu_m_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_}, false, paths,
                        llama_prefill_ && llama_swiglu ? nullptr : lp);
     swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
@@ -335,7 +335,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
 }
 
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
-  return gate.llama_order_;
+  return gate.llama_prefill_;  // --llama-order only: the fused kernel is as exact on every ISA and faster
 }
 
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {

@@ -27,11 +27,10 @@ struct LinearSetup {
   topo::Isa isa;            // what this process may run (jit::runtime_isa(): CPU capped by CKJIT_MAX_ISA)
   bool allow_jit = true;    // false: scalar reference for every weight (tests, --no-jit)
   // Decode (M = 1) in llama.cpp's float order where the JIT kernel's differs: Q6_K and Q8_0 through
-  // the AVX2 ggml_vec_dot orders, and Gate-Up as two GEMVs + llama.cpp's swiglu instead of the
-  // fused kernel. Q4_K JIT GEMV already has llama.cpp's (repacked gemv) order.
+  // the AVX2 ggml_vec_dot orders (Q4_K JIT GEMV already has llama.cpp's repacked-gemv order).
   bool llama_decode_order = true;
-  // Also prefill (M > 1) in those orders, and Q5_K through llama.cpp's vec_dot_q5_K order
-  // everywhere: a batched prompt then gives llama.cpp's token-by-token numbers exactly (slower
+  // Also prefill (M > 1) in those orders, Gate-Up as two matmuls + llama.cpp's swiglu instead of the
+  // fused kernel (prefill and decode), and Q5_K through llama.cpp's vec_dot_q5_K order everywhere: a batched prompt then gives llama.cpp's token-by-token numbers exactly (slower
   // prefill; Q5_K weights slow throughout). Needs llama_decode_order. This is --llama-order.
   bool llama_prefill_order = false;
   int repack_threads = 1;

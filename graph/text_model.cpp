@@ -21,7 +21,8 @@ LinearSetup ModelOptions::default_linear_setup() {
 TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Workers& pool)
     : hp_(read_hparams(f)), opt_(options) {
   tensors_ = find_tensors(f, hp_);
-  if (hp_.head_dim % 8 != 0) throw Error(f.name() + ": head dim " + std::to_string(hp_.head_dim) + " is not a multiple of 8");
+  if (hp_.head_dim % 8 != 0 || hp_.head_dim > kMaxHeadDim)
+    throw Error(f.name() + ": head dim " + std::to_string(hp_.head_dim) + " is not a multiple of 8 up to " + std::to_string(kMaxHeadDim));
   if (!opt_.linear.planner && opt_.linear.allow_jit) {
     own_planner_ = std::make_unique<LinearPlanner>(topo::detect_machine(), pool.size());
     opt_.linear.planner = own_planner_.get();
@@ -99,7 +100,7 @@ std::vector<std::string> TextModel::dtype_report() const {
   for (auto& [text, n] : lines) out.push_back(text + "  x" + std::to_string(n));
   out.push_back(std::string("gate/up: ") + (fused_ffn_ ? "fused Gate-Up SwiGLU JIT kernel" : "two matmuls + silu") +
                 (!layers_.empty() && Linear::llama_swiglu_decode(*layers_[0].gate, *layers_[0].up)
-                     ? " (prefill); decode: two GEMVs + llama.cpp's swiglu order"
+                     ? "; llama.cpp's swiglu order"
                      : ""));
   out.push_back(std::string("attention: ") + attention_->impl() + " (llama.cpp's flash-attention row order)");
   return out;

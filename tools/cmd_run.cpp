@@ -111,8 +111,8 @@ int run_main(const std::vector<std::string>& args) {
       ("dump-logits", po::value<std::string>(), "write float32 [steps][n_vocab] logits")
       ("ignore-eos", "do not stop at end-of-generation tokens")
       ("no-jit", "use the scalar reference kernels for every weight")
-      ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K/Q8_0 vec_dot rows, unfused SwiGLU, Q5_K vec_dot, libm RoPE angles): a batched prompt then gives the token-by-token logits of llama.cpp's AVX-512 build bit for bit, on any CPU (ckjit runs that order everywhere; llama.cpp's own AVX2 build uses other orders, so there it is close, not equal); slower prefill")
-      ("jit-decode", "decode with the JIT kernels' own float order instead of llama.cpp's (Q6_K/Q8_0 GEMV, fused SwiGLU)")
+      ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K/Q8_0 vec_dot rows, unfused Gate-Up with llama.cpp's swiglu, Q5_K vec_dot, libm RoPE angles): a batched prompt then gives the token-by-token logits of llama.cpp's AVX-512 build bit for bit, on any CPU (ckjit runs that order everywhere; llama.cpp's own AVX2 build uses other orders, so there it is close, not equal); slower prefill")
+      ("jit-decode", "decode Q6_K/Q8_0 weights with the JIT GEMV's own float order instead of llama.cpp's vec_dot order")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "the kernel of every weight, plans and memory on stderr")
       ("help,h", "show this help");
