@@ -129,7 +129,19 @@ __attribute__((target("avx2,fma,f16c"))) float dot_f16_avx2(const uint16_t* x, c
   return float(dot_tail(x, y, np, n, double(reduce_add_16(lo, hi))));
 }
 
+__attribute__((target("avx2,fma,f16c"))) void scale_f16_avx2(uint16_t* y, int64_t n, float v) {
+  const int64_t np = n & ~int64_t(63);
+  const __m256 vv = _mm256_set1_ps(v);
+  for (int64_t i = 0; i < np; i += 8) store_h8(y + i, _mm256_mul_ps(load_h8(y + i), vv));
+  scale_tail(y, np, n, v);
+}
 
+__attribute__((target("avx2,fma,f16c"))) void mad_f16_avx2(uint16_t* y, const uint16_t* x, int64_t n, float v) {
+  const int64_t np = n & ~int64_t(63);
+  const __m256 vv = _mm256_set1_ps(v);
+  for (int64_t i = 0; i < np; i += 8) store_h8(y + i, _mm256_fmadd_ps(load_h8(x + i), vv, load_h8(y + i)));
+  mad_tail(y, x, np, n, v);
+}
 
 // The online softmax of one row, shared by both ISAs (one std::exp, so one libm call for both).
 template <float (*Dot)(const uint16_t*, const float*, int64_t), void (*Scale)(uint16_t*, int64_t, float),
@@ -160,65 +172,6 @@ void attention_row(const AttentionShape& s, const float* q, int64_t n_keys, cons
   for (int64_t d = 0; d < D; ++d) out[d] = h2f(acc[d]) * inv;
 }
 
-// The AVX2 row in blocks of 64 keys: the scores and online-softmax weights of a block first (serially,
-// exactly as attention_row), then the f16 V buffer is updated in registers key by key for each
-// 32-lane chunk — the same per-lane operations in the same order (scale by ms on a new maximum,
-// round to f16; fma with vs, round to f16), without a store and reload of the buffer per key.
-__attribute__((target("avx2,fma,f16c"))) inline __m256 round_f16(__m256 x) {
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
-}
-
-template <int R>  // R ymm registers (8 lanes each) of the buffer at once
-__attribute__((target("avx2,fma,f16c"))) inline void accumulate_v(uint16_t* acc, const uint16_t* v, int64_t kv_width,
-                                                                 const float* ms, const float* vs, int64_t nb) {
-  __m256 a[R];
-  for (int r = 0; r < R; ++r) a[r] = load_h8(acc + 8 * r);
-  for (int64_t t = 0; t < nb; ++t) {
-    const uint16_t* vt = v + t * kv_width;
-    if (ms[t] != 1.0f) {  // a new maximum (scaling by exactly 1 would change nothing)
-      const __m256 m = _mm256_set1_ps(ms[t]);
-      for (int r = 0; r < R; ++r) a[r] = round_f16(_mm256_mul_ps(a[r], m));
-    }
-    const __m256 w = _mm256_set1_ps(vs[t]);
-    for (int r = 0; r < R; ++r) a[r] = round_f16(_mm256_fmadd_ps(load_h8(vt + 8 * r), w, a[r]));
-  }
-  for (int r = 0; r < R; ++r) store_h8(acc + 8 * r, a[r]);
-}
-
-__attribute__((target("avx2,fma,f16c"))) void attention_row_avx2(const AttentionShape& s, const float* q, int64_t n_keys,
-                                                                const uint16_t* kb, const uint16_t* vb, int64_t kv_width,
-                                                                float* out, uint16_t* qh, uint16_t* acc) {
-  const int64_t D = s.head_dim;
-  to_f16(q, qh, D);
-  float qf[kMaxHeadDim];
-  for (int64_t d = 0; d < D; ++d) qf[d] = h2f(qh[d]);
-  std::fill(acc, acc + D, uint16_t(0));
-  constexpr int64_t kBlock = 64;
-  float ms[kBlock], vs[kBlock];
-  float S = 0.0f, M = -INFINITY;
-  for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n_keys - j0);
-    for (int64_t t = 0; t < nb; ++t) {
-      const float sc = dot_f16_avx2(kb + (j0 + t) * kv_width, qf, D) * s.scale;
-      const float Mold = M;
-      ms[t] = 1.0f, vs[t] = 1.0f;
-      if (sc > M) {
-        M = sc;
-        ms[t] = std::exp(Mold - M);
-      } else {
-        vs[t] = std::exp(sc - M);
-      }
-      S = std::fma(S, ms[t], vs[t]);
-    }
-    const uint16_t* v = vb + j0 * kv_width;
-    int64_t d = 0;
-    for (; d + 32 <= D; d += 32) accumulate_v<4>(acc + d, v + d, kv_width, ms, vs, nb);
-    for (; d < D; d += 8) accumulate_v<1>(acc + d, v + d, kv_width, ms, vs, nb);
-  }
-  const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-  for (int64_t d = 0; d < D; ++d) out[d] = h2f(acc[d]) * inv;
-}
-
 bool runs_avx2(const topo::Isa& i) { return i.avx2 && i.fma && i.f16c; }
 bool runs_avx512_attention(const topo::Isa& i) { return runs_avx2(i) && i.avx512f; }
 bool runs_avx512_swiglu(const topo::Isa& i) { return runs_avx2(i) && i.avx512f && i.avx512dq; }
@@ -238,7 +191,7 @@ struct AttentionImpl {
 };
 constexpr AttentionImpl kAttentionImpls[] = {
     {"avx512", runs_avx512_attention, attention_row<dot_f16_avx512, scale_f16_avx512, mad_f16_avx512>},
-    {"avx2", runs_avx2, attention_row_avx2},
+    {"avx2", runs_avx2, attention_row<dot_f16_avx2, scale_f16_avx2, mad_f16_avx2>},
 };
 
 }  // namespace
