@@ -390,7 +390,7 @@ void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t
   }
   // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
   // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
-  const auto quantize = avx512 ? quant::quantize_row_q8_K_fma_avx512 : quant::quantize_row_q8_K_fma_scalar;
+  const auto quantize = avx512 ? quant::quantize_row_q8_K_fma_avx512 : quant::quantize_row_q8_K_fma_avx2;
   pool.run(size_t(m), [&](size_t r, int) {
     quantize(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });

@@ -67,7 +67,57 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_row_q8_K_fma_avx512(co
       __m512 v = _mm512_fmadd_ps(is, _mm512_loadu_ps(x + j), magic);
       __m512i q = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), bias);
       q = _mm512_min_epi32(q, hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + j), _mm512_cvtsepi32_epi8(q));
+      // Truncating (vpmovdb), as the scalar int8_t conversion, where 127/max overflowed to inf.
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + j), _mm512_cvtepi32_epi8(q));
+    }
+    finish_block(b, iscale);
+  }
+}
+
+// The first element of largest |x| (what block_max's strict '>' scan finds), vectorized: the
+// maximum of |x| (NaNs skipped, as the scan skips them), then the first element that reaches it.
+__attribute__((target("avx2,fma"))) inline float block_max_avx2(const float* x, float& amax) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 m = _mm256_setzero_ps();
+  for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs_mask), m);
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  amax = _mm_cvtss_f32(h);
+  for (int j = 0; j < QK_K; ++j)
+    if (std::fabs(x[j]) == amax) return x[j];
+  return 0.0f;
+}
+
+__attribute__((target("avx2,fma"))) void quantize_row_q8_K_fma_avx2(const float* x, BlockQ8_K* y, int64_t n) {
+  const int64_t nb = n / QK_K;
+  const __m256 magic = _mm256_set1_ps(kMagic);
+  const __m256i mant = _mm256_set1_epi32(0x007fffff), bias = _mm256_set1_epi32(0x00400000), hi = _mm256_set1_epi32(127);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes packs' per-128-bit-lane interleave
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    BlockQ8_K& b = y[i];
+    float amax;
+    const float mx = block_max_avx2(x, amax);
+    if (amax == 0.0f) {
+      b.d = 0.0f;
+      std::memset(b.qs, 0, sizeof b.qs);
+      std::memset(b.bsums, 0, sizeof b.bsums);
+      continue;
+    }
+    const float iscale = -127.0f / mx;
+    const __m256 is = _mm256_set1_ps(iscale);
+    for (int j = 0; j < QK_K; j += 32) {
+      __m256i q[4];
+      for (int t = 0; t < 4; ++t) {
+        const __m256 v = _mm256_fmadd_ps(is, _mm256_loadu_ps(x + j + 8 * t), magic);
+        q[t] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), bias), hi);
+      }
+      // The low byte of each int32, as the scalar int8_t conversion (it matters only where 127/max
+      // overflowed to inf: those quants are 0, not -128).
+      const __m256i low = _mm256_set1_epi32(0xff);
+      for (__m256i& t : q) t = _mm256_and_si256(t, low);
+      const __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(q[0], q[1]), _mm256_packus_epi32(q[2], q[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs + j), _mm256_permutevar8x32_epi32(w, order));
     }
     finish_block(b, iscale);
   }

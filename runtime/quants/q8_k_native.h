@@ -14,8 +14,9 @@
 namespace ckjit::quant {
 
 // Two implementations with identical bytes; the caller picks (runtime/ does not detect the CPU).
-// The AVX-512 one needs AVX512F + AVX512BW.
+// The AVX-512 one needs AVX512F + AVX512BW, the AVX2 one AVX2 + FMA.
 void quantize_row_q8_K_fma_scalar(const float* x, BlockQ8_K* y, int64_t n);
+void quantize_row_q8_K_fma_avx2(const float* x, BlockQ8_K* y, int64_t n);
 void quantize_row_q8_K_fma_avx512(const float* x, BlockQ8_K* y, int64_t n);
 
 }  // namespace ckjit::quant

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -61,6 +62,7 @@ TEST_CASE("q8_K native quantizer: the AVX-512 variant writes the scalar variant'
     for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
     if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block
     if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;                 // extreme max, a denormal
+    if (rep == 5) std::fill(x.begin() + 256, x.begin() + 512, 1e-45f);  // 127/max overflows
     std::vector<BlockQ8_K> a(32), b(32);
     std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
     std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
@@ -70,6 +72,27 @@ TEST_CASE("q8_K native quantizer: the AVX-512 variant writes the scalar variant'
     CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
   }
 }
+}
+
+TEST_CASE("q8_K native quantizer: the AVX2 variant writes the scalar variant's bytes") {
+  std::mt19937 rng(22);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int rep = 0; rep < 10; ++rep) {
+    std::vector<float> x(256 * 32);
+    for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
+    if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block
+    if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;                 // extreme max, a denormal
+    if (rep == 5) x[700] = -1e3f, x[701] = 1e3f;                      // a tie in |x|: the first one sets the sign
+    if (rep == 6) x[9] = std::numeric_limits<float>::quiet_NaN();  // skipped by the max scan
+    if (rep == 7) std::fill(x.begin() + 256, x.begin() + 512, 1e-45f);  // 127/max overflows
+    std::vector<BlockQ8_K> a(32), b(32);
+    std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
+    std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
+    quantize_row_q8_K_fma_scalar(x.data(), a.data(), int64_t(x.size()));
+    quantize_row_q8_K_fma_avx2(x.data(), b.data(), int64_t(x.size()));
+    CAPTURE(rep);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
+  }
 }
 
 #include "runtime/quants/vec_dot_avx2.h"
