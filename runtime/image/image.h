@@ -1,0 +1,32 @@
+#pragma once
+// Image decoding for the vision path: PNG, JPEG or BMP (stb_image, Debian's libstb) from a file or
+// from memory, always to 8-bit RGB (grey and grey+alpha are expanded, alpha is dropped, as
+// llama.cpp's mtmd loads images). Everything is validated before pixels are decoded: the format
+// by its signature, the dimensions and channel count from the header, a pixel limit against
+// decompression bombs; truncated or corrupt data is an Error naming the image and the problem.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ckjit::image {
+
+struct Rgb8 {
+  int width = 0, height = 0;
+  std::vector<uint8_t> pixels;  // height rows of width RGB triples
+  uint8_t at(int x, int y, int c) const { return pixels[(size_t(y) * size_t(width) + size_t(x)) * 3 + size_t(c)]; }
+};
+
+struct DecodeLimits {
+  int64_t max_pixels = int64_t(1) << 26;  // 67 M pixels (8192 x 8192): 192 MiB of RGB
+  int max_side = 32768;
+};
+
+enum class Format { Png, Jpeg, Bmp, Unknown };
+Format sniff_format(std::span<const uint8_t> bytes);
+
+// `name` stands for the image in error messages (a path, or "image 2 of the request").
+Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits = {});
+Rgb8 load(const std::string& path, const DecodeLimits& limits = {});
+
+}  // namespace ckjit::image
