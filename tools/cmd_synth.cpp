@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage: ckjit synth --preset tiny|2b|4b|8b --out DIR [--seed N] [--mmproj-type f16|q8_0]\n"
-    "                   [--sharpness S] [--types q4_k_m|mixed] [shape overrides] [--name NAME]\n"
+    "                   [--sharpness S] [--chain] [--types q4_k_m|mixed] [shape overrides] [--name NAME]\n"
     "\n"
     "Writes a Qwen3-VL GGUF pair with seeded random weights, laid out as llama.cpp's converter and\n"
     "llama-quantize do (text: architecture qwen3vl, Q4_K_M type mix; mmproj: clip, projector\n"
@@ -33,7 +33,12 @@ const char* kUsage =
     "Qwen3-VL dimensions, for benchmarks; 8b has an untied output). --sharpness S scales output_norm\n"
     "so the logits have a standard deviation of about S: top-1 probabilities ~2e-4 at 1, ~0.6 at 10.\n"
     "It only rescales the logits: the greedy tokens and the top-1/top-2 margin relative to the logit\n"
-    "spread stay the same (compare logits under teacher forcing, not free-running token streams).\n\n";
+    "spread stay the same (compare logits under teacher forcing, not free-running token streams).\n"
+    "--chain makes a model for greedy-text tests: the next token is perm(current) for a fixed random\n"
+    "cyclic permutation of the vocabulary, its logit ~sqrt(E) x the spread of the others (tiny: ~12-15\n"
+    "against <= ~5 at sharpness 1), so no float-order difference can flip it (untied output: output\n"
+    "row perm(x) = token_embd row x; small residual updates keep the input token's embedding\n"
+    "dominant; attention and the FFN still act).\n\n";
 
 // Parses "a,b,c" into integers.
 std::vector<int64_t> parse_list(const std::string& s, const char* what) {
@@ -101,6 +106,8 @@ int synth_main(const std::vector<std::string>& args) {
       ("types", po::value(&types)->default_value("q4_k_m"),
        "q4_k_m | mixed: mixed also has Q5_K (odd layers' attn_q, ffn_up) and Q8_0 (even layers' attn_k, "
        "ffn_gate; an untied output) tensors")
+      ("chain",
+       "next token = perm(current) with a wide top-2 margin, for greedy-text tests (implies --untied-output)")
       ("untied-output", "write a separate output.weight (Q6_K) instead of reusing token_embd")
       ("tied-output", "reuse token_embd.weight as output (no output.weight)")
       ("head-dim", po::value(&head_dim), "text head dim (key/value length; may differ from E / heads)")
@@ -147,13 +154,15 @@ int synth_main(const std::vector<std::string>& args) {
   set("vision-embd", v_embd, dims.vision.n_embd);
   set("vision-ff", v_ff, dims.vision.n_ff);
   set("vision-heads", v_heads, dims.vision.n_head);
-  if (vm.count("untied-output")) dims.text.tied_output = false;
+  if (vm.count("chain") && vm.count("tied-output")) throw ckjit::Error("--chain needs an untied output: drop --tied-output");
+  if (vm.count("untied-output") || vm.count("chain")) dims.text.tied_output = false;
   if (vm.count("tied-output")) dims.text.tied_output = true;
   if (vm.count("deepstack")) dims.vision.deepstack_layers = parse_list(deepstack, "--deepstack");
 
   ckjit::synth::SynthOptions o;
   o.seed = parse_seed(seed_text);
   o.sharpness = sharpness;
+  o.chain = vm.count("chain") > 0;
   o.text_mix = q::parse_text_mix(types);
   o.mmproj_type = q::parse_mmproj_type(mmproj_type);
   o.threads = threads;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -206,6 +207,32 @@ void fill_rows(TensorType type, int64_t ne0, uint64_t key, int64_t row_begin, in
       case TensorType::Q6_K: fill_q6_k(rng, init, nblocks, reinterpret_cast<quant::BlockQ6_K*>(dst)); break;
       default: break;
     }
+  }
+}
+
+std::vector<int32_t> random_cycle(int64_t n, uint64_t key) {
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[size_t(i)] = int32_t(i);
+  Rng rng(key);
+  for (int64_t i = n - 1; i > 0; --i) {  // Sattolo: swap with j < i (not <= i), one n-cycle
+    const int64_t j = int64_t(uint64_t((__uint128_t(rng.next()) * uint64_t(i)) >> 64));
+    std::swap(p[size_t(i)], p[size_t(j)]);
+  }
+  return p;
+}
+
+void fill_rows_copied(TensorType dst_type, TensorType src_type, int64_t ne0, uint64_t src_key, const WeightInit& src_init,
+                      const int32_t* src_rows, float scale, int64_t row_begin, int64_t row_end, uint8_t* dst) {
+  const TensorTypeInfo& src_info = tensor_type_info(src_type);
+  const int64_t src_bytes = row_bytes(src_info, ne0), dst_bytes = row_bytes(tensor_type_info(dst_type), ne0);
+  std::vector<uint8_t> raw(static_cast<size_t>(src_bytes));
+  std::vector<float> x(static_cast<size_t>(ne0));
+  for (int64_t row = row_begin; row < row_end; ++row, dst += dst_bytes) {
+    const int64_t s = src_rows[row];
+    fill_rows(src_type, ne0, src_key, s, s + 1, src_init, raw.data());
+    quant::dequantize_row(src_type, raw.data(), x.data(), ne0);
+    for (float& v : x) v *= scale;
+    quant::quantize_row(dst_type, x.data(), dst, ne0);
   }
 }
 

@@ -6,6 +6,7 @@
 // depend on how rows are split among threads.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "runtime/tensor_type.h"
 
@@ -29,5 +30,16 @@ bool can_generate(TensorType type);
 // with a quantized type.
 void fill_rows(TensorType type, int64_t ne0, uint64_t key, int64_t row_begin, int64_t row_end, const WeightInit& init,
                uint8_t* dst);
+
+// A uniformly random cyclic permutation of 0..n-1 from the stream `key` (Sattolo's algorithm):
+// following it from any id visits all n ids before it comes back.
+std::vector<int32_t> random_cycle(int64_t n, uint64_t key);
+
+// Rows of a tensor made from another random tensor's rows: row r of dst (type dst_type) is
+// scale * row src_rows[r] of what fill_rows(src_type, ne0, src_key, ..., src_init) writes,
+// dequantized and requantized with llama.cpp's reference quantizer (quant::quantize_row). Rows
+// stay independent, so any split among threads gives the same bytes.
+void fill_rows_copied(TensorType dst_type, TensorType src_type, int64_t ne0, uint64_t src_key, const WeightInit& src_init,
+                      const int32_t* src_rows, float scale, int64_t row_begin, int64_t row_end, uint8_t* dst);
 
 }  // namespace ckjit::synth

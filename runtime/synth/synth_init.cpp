@@ -27,8 +27,10 @@ float fan_in(int64_t n) { return 1.0f / std::sqrt(float(n)); }
 
 }  // namespace
 
-WeightInit text_weight_init(const qwen3vl::TensorSpec& t, const qwen3vl::TextDims& d, float sharpness) {
+WeightInit text_weight_init(const qwen3vl::TensorSpec& t, const qwen3vl::TextDims& d, float sharpness, bool chain) {
   const std::string& n = t.name;
+  // A layer's updates have an rms of about 1 at full size; the token embedding's is 1/sqrt(E).
+  const float update = chain ? kChainResidual * fan_in(d.n_embd) : 1.0f;
   const float embd_std = fan_in(d.n_embd);  // rows of norm ~1: logits = output_norm * N(0, 1)
   if (n == "token_embd.weight" || n == "output.weight") return {0.0f, embd_std};
   if (n == "output_norm.weight") return {sharpness, 0.05f * sharpness};
@@ -37,9 +39,9 @@ WeightInit text_weight_init(const qwen3vl::TensorSpec& t, const qwen3vl::TextDim
   if (ends_with(n, ".attn_q.weight") || ends_with(n, ".attn_k.weight") || ends_with(n, ".attn_v.weight")) {
     return {0.0f, fan_in(d.n_embd)};
   }
-  if (ends_with(n, ".attn_output.weight")) return {0.0f, residual_scale(n, d.n_layer) * fan_in(d.n_head * d.head_dim)};
+  if (ends_with(n, ".attn_output.weight")) return {0.0f, update * residual_scale(n, d.n_layer) * fan_in(d.n_head * d.head_dim)};
   if (ends_with(n, ".ffn_gate.weight") || ends_with(n, ".ffn_up.weight")) return {0.0f, kFfnGain * fan_in(d.n_embd)};
-  if (ends_with(n, ".ffn_down.weight")) return {0.0f, residual_scale(n, d.n_layer) * fan_in(d.n_ff)};
+  if (ends_with(n, ".ffn_down.weight")) return {0.0f, update * residual_scale(n, d.n_layer) * fan_in(d.n_ff)};
   throw Error("synthetic weights: no init rule for text tensor '" + n + "'");
 }
 

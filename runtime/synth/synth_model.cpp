@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -66,6 +67,7 @@ void set_text_metadata(gguf::GgufWriter& w, const ModelDims& dims, const SynthOp
   w.set_u32("general.quantization_version", 2);
   w.set_u64("ckjit.synth.seed", o.seed);
   w.set_f32("ckjit.synth.sharpness", o.sharpness);
+  if (o.chain) w.set_bool("ckjit.synth.chain", true);  // only then: other models keep their bytes
   w.set_u32("qwen3vl.context_length", t.context_length);
   w.set_u32("qwen3vl.embedding_length", uint32_t(t.n_embd));
   w.set_u32("qwen3vl.block_count", uint32_t(t.n_layer));
@@ -117,10 +119,28 @@ void set_mmproj_metadata(gguf::GgufWriter& w, const ModelDims& dims, const Synth
   w.set_bool_array("clip.vision.is_deepstack_layers", is_deepstack);
 }
 
+// A tensor whose rows are scaled copies of another random tensor's rows (fill_rows_copied).
+struct RowCopy {
+  TensorType src_type;
+  uint64_t src_key;
+  WeightInit src_init;
+  std::shared_ptr<const std::vector<int32_t>> src_rows;  // per destination row
+  float scale = 1.0f;
+};
+
 struct PlannedTensor {
   TensorSpec spec;
   WeightInit init;
+  std::shared_ptr<const RowCopy> copy;  // null: fill_rows with init
 };
+
+void fill_planned(const PlannedTensor& t, int64_t ne0, uint64_t key, int64_t r0, int64_t r1, uint8_t* dst) {
+  if (const RowCopy* c = t.copy.get()) {
+    fill_rows_copied(t.spec.type, c->src_type, ne0, c->src_key, c->src_init, c->src_rows->data(), c->scale, r0, r1, dst);
+  } else {
+    fill_rows(t.spec.type, ne0, key, r0, r1, t.init, dst);
+  }
+}
 
 class TensorStreamer {
  public:
@@ -159,7 +179,7 @@ class TensorStreamer {
   void fill_parallel(const PlannedTensor& t, int64_t ne0, uint64_t key, int64_t r0, int64_t n, uint64_t rb) {
     const int nt = int(std::min<int64_t>(threads_, n));
     if (nt <= 1 || uint64_t(n) * rb < kParallelBytes) {
-      fill_rows(t.spec.type, ne0, key, r0, r0 + n, t.init, buffer_.data());
+      fill_planned(t, ne0, key, r0, r0 + n, buffer_.data());
       return;
     }
     std::vector<std::thread> pool;
@@ -168,7 +188,7 @@ class TensorStreamer {
       const int64_t a = n * k / nt, b = n * (k + 1) / nt;
       pool.emplace_back([&, k, a, b] {
         try {
-          fill_rows(t.spec.type, ne0, key, r0 + a, r0 + b, t.init, buffer_.data() + a * rb);
+          fill_planned(t, ne0, key, r0 + a, r0 + b, buffer_.data() + a * rb);
         } catch (...) {
           errors[size_t(k)] = std::current_exception();
         }
@@ -216,14 +236,29 @@ SynthFiles write_qwen3vl_pair(const ModelDims& dims, const SynthOptions& o, cons
   if (dims.preset.empty()) throw Error("model dims need a name (used in the file names)");
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
+  if (o.chain && dims.text.tied_output) throw Error("a chain model needs an untied output (output.weight)");
+
   std::vector<PlannedTensor> text, mmproj;
   for (auto& s : qwen3vl::text_tensors(dims.text, o.text_mix)) {
-    WeightInit init = text_weight_init(s, dims.text, o.sharpness);
-    text.push_back({std::move(s), init});
+    WeightInit init = text_weight_init(s, dims.text, o.sharpness, o.chain);
+    text.push_back({std::move(s), init, nullptr});
+  }
+  if (o.chain) {
+    // output row perm(x) = token_embd row x: the logit of perm(x) is |e_x|^2-large when the hidden
+    // state is mostly e_x. token_embd is written before output, from its own (unchanged) streams.
+    const PlannedTensor& embd = text.front();
+    if (embd.spec.name != "token_embd.weight" || text.back().spec.name != "output.weight") {
+      throw Error("chain model: unexpected text tensor order");
+    }
+    const std::vector<int32_t> perm = random_cycle(dims.text.n_vocab, tensor_key(o.seed, "ckjit.synth.chain"));
+    auto inverse = std::make_shared<std::vector<int32_t>>(perm.size());
+    for (size_t x = 0; x < perm.size(); ++x) (*inverse)[size_t(perm[x])] = int32_t(x);
+    text.back().copy = std::make_shared<const RowCopy>(
+        RowCopy{embd.spec.type, tensor_key(o.seed, embd.spec.name), embd.init, std::move(inverse), 1.0f});
   }
   for (auto& s : qwen3vl::mmproj_tensors(dims.vision, dims.text.n_embd, o.mmproj_type)) {
     WeightInit init = mmproj_weight_init(s, dims.vision);
-    mmproj.push_back({std::move(s), init});
+    mmproj.push_back({std::move(s), init, nullptr});
   }
   const Tokenizer tk = load_tokenizer(o.tokenizer_dir, dims.text.n_vocab);
 

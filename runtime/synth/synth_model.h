@@ -15,6 +15,15 @@ namespace ckjit::synth {
 struct SynthOptions {
   uint64_t seed = 0;
   float sharpness = 1.0f;  // ~ standard deviation of the output logits (output_norm = sharpness)
+  // A "chain" model, for greedy-text tests: the next token is perm(current) for a fixed random
+  // cyclic permutation of the vocabulary, with a top-2 margin wide relative to the logits
+  // themselves (so llama.cpp's and ckjit's float-order differences, relative ~1e-5..1e-3 of the
+  // logit scale, cannot flip it; sharpness only rescales every logit alike and cannot do that).
+  // Needs an untied output: output row perm(x) = token_embd row x (requantized), every residual
+  // update is scaled down (synth_init.h, kChainResidual) so the input token's embedding dominates
+  // the final hidden state. Its logit is then ~sharpness * sqrt(E), the others ~sharpness * N(0, 1)
+  // (inner products of near-orthogonal random rows), and attention and the FFN still move them.
+  bool chain = false;
   qwen3vl::TextMix text_mix = qwen3vl::TextMix::Q4_K_M;
   qwen3vl::MmprojType mmproj_type = qwen3vl::MmprojType::F16;
   int threads = 0;            // 0: all hardware threads

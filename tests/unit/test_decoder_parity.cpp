@@ -31,8 +31,11 @@
 // legitimately pick another token and the texts need not agree. Along that prefix the greedy
 // tokens are the forced ones, so the logits are those already checked above: what greedy text adds
 // is the free-running loop (sampling, feeding back its own tokens). The prefix must be at least
-// kMinGreedyPrefix = 16 tokens for that to mean anything; a shorter one fails, as a finding about
-// the model (its margins against llama.cpp's own float-order noise), not about ckjit.
+// kMinGreedyPrefix = 16 tokens for that to mean anything. Greedy-text tests use models whose top-2
+// margins are wide enough to be robust to float order, not the sharpness knob alone (it scales
+// every logit alike): the chain models (kWideMarginCases, `ckjit synth --chain`: next token =
+// perm(current), margin ~sqrt(E) x the logit spread) must reach kMinGreedyPrefix; the other sharp
+// models (sharpness 10, margins ~1-2 against a step-0 envelope of 0.3-0.8) only report theirs.
 // A check that cannot run (no envelope run in a fixture) fails; a test case with nothing to check
 // at all prints the skip marker (tests/unit/skip.h), which ctest reports as skipped.
 #include <doctest/doctest.h>
@@ -66,7 +69,14 @@ constexpr float kGreedyMarginFactor = 50.0f;
 constexpr float kGreedyMinMargin = 0.05f;
 constexpr size_t kMinGreedyPrefix = 16;
 
-const char* const kCases[] = {"tiny-s1", "tiny-s2", "tiny-s3", "headdim128-untied", "mixed-q5k-q80"};
+const char* const kCases[] = {"tiny-s1", "tiny-s2", "tiny-s3", "headdim128-untied", "mixed-q5k-q80", "chain-s6"};
+// Cases whose top-2 margins are wide by construction: their greedy text must have a clear-margin
+// prefix of at least kMinGreedyPrefix tokens.
+const char* const kWideMarginCases[] = {"chain-s6"};
+
+bool wide_margin(const std::string& name) {
+  return std::find(std::begin(kWideMarginCases), std::end(kWideMarginCases), name) != std::end(kWideMarginCases);
+}
 
 std::vector<int32_t> ints(const JsonValue& a) {
   std::vector<int32_t> v;
@@ -323,11 +333,16 @@ void check_greedy(const std::string& name) {
   MESSAGE(name << ": greedy text (llama.cpp's " << pick->isa << " run): clear-margin prefix " << prefix << " of "
                << f.forced.size() << " tokens (ended at step " << prefix << " by " << why << "; envelope there "
                << fmt(env) << "), ckjit identical for " << same << " of them");
-  CHECK_MESSAGE(prefix >= kMinGreedyPrefix,
-                name << ": llama.cpp's clear-margin prefix is only " << prefix << " tokens (< " << kMinGreedyPrefix
-                     << "): its top-2 margins are not wide relative to its own float-order envelope, so greedy "
-                        "text on this model is not a float-order-robust check (a finding about the fixture model, "
-                        "not about ckjit)");
+  if (wide_margin(name)) {
+    CHECK_MESSAGE(prefix >= kMinGreedyPrefix,
+                  name << ": llama.cpp's clear-margin prefix is only " << prefix << " tokens (< " << kMinGreedyPrefix
+                       << ") on a model built for wide margins (--chain): its top-2 margins are not wide relative "
+                          "to llama.cpp's own float-order envelope (a finding about the fixture model, not about ckjit)");
+  } else if (prefix < kMinGreedyPrefix) {
+    MESSAGE(name << ": clear-margin prefix " << prefix << " < " << kMinGreedyPrefix
+                 << ", for information: sharpness scales every logit alike, so its margins are not wide relative "
+                    "to llama.cpp's float-order envelope (greedy text is checked on the --chain models)");
+  }
   CHECK_MESSAGE(same == prefix, name << ": ckjit's greedy text leaves llama.cpp's at token " << same
                                      << " inside the clear-margin prefix of " << prefix);
 }
@@ -343,6 +358,9 @@ TEST_CASE("decoder parity with llama.cpp: head_dim 128 != E/Hq with an untied ou
 }
 TEST_CASE("decoder parity with llama.cpp: Q5_K and Q8_0 tensors") {
   check_case("mixed-q5k-q80");
+}
+TEST_CASE("decoder parity with llama.cpp: a chain model (wide top-2 margins by construction)") {
+  check_case("chain-s6");
 }
 TEST_CASE("decoder parity with llama.cpp: greedy text along the clear-margin prefix (sharp models)") {
   for (const char* n : kCases)

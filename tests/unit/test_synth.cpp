@@ -384,6 +384,47 @@ TEST_CASE("variants with head_dim != E over Hq and untied output and Q5_K and Q8
   CHECK(mm.tensor("mm.0.weight").type.type == TensorType::Q8_0);
 }
 
+TEST_CASE("chain model: output row perm(x) is token_embd row x for one random cycle perm, small residual updates") {
+  // random_cycle is one cycle through all ids (Sattolo), so a chain never repeats within V steps.
+  const std::vector<int32_t> p = ckjit::synth::random_cycle(1000, 42);
+  std::vector<bool> seen(p.size(), false);
+  int32_t x = 0;
+  for (size_t i = 0; i < p.size(); ++i, x = p[size_t(x)]) {
+    REQUIRE(!seen[size_t(x)]);
+    seen[size_t(x)] = true;
+  }
+  CHECK(x == 0);
+
+  q::ModelDims dims = q::preset_dims("tiny");
+  dims.preset = "chain";
+  ckjit::synth::SynthOptions o;
+  o.seed = 6;
+  o.chain = true;
+  o.tokenizer_dir = kTokenizerDir;
+  CHECK_THROWS_AS(ckjit::synth::write_qwen3vl_pair(dims, o, scratch("chain_tied").string()), ckjit::Error);
+  dims.text.tied_output = false;
+  auto files = ckjit::synth::write_qwen3vl_pair(dims, o, scratch("chain").string());
+  GgufFile text = GgufFile::open(files.text_path);
+  CHECK(text.get_bool("ckjit.synth.chain"));
+  CHECK(text.tensor("output.weight").type.type == TensorType::Q6_K);
+  const int64_t E = dims.text.n_embd, V = dims.text.n_vocab;
+  const std::vector<float> embd = dequant(text.tensor("token_embd.weight")), out = dequant(text.tensor("output.weight"));
+  const std::vector<int32_t> perm = ckjit::synth::random_cycle(V, ckjit::synth::tensor_key(6, "ckjit.synth.chain"));
+  auto cos = [&](const float* a, const float* b) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < E; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+    return ab / std::sqrt(aa * bb);
+  };
+  for (int64_t t : {int64_t(0), int64_t(882), int64_t(151935)}) {
+    const float* e = embd.data() + t * E;
+    CHECK(cos(e, out.data() + int64_t(perm[size_t(t)]) * E) > 0.999);  // Q6_K of Q4_K values
+    CHECK(std::fabs(cos(e, out.data() + t * E)) < 0.3);                 // other rows: near-orthogonal
+  }
+  // Residual updates ~kChainResidual of the embedding's rms (1/sqrt(E)) instead of ~1.
+  const double ffn_down = stats(dequant(text.tensor("blk.0.ffn_down.weight"))).std;
+  CHECK(ffn_down == doctest::Approx(0.25 / 16 / std::sqrt(double(dims.text.n_ff))).epsilon(0.15));
+}
+
 TEST_CASE("bad dimensions are clear errors") {
   q::ModelDims d = q::preset_dims("tiny");
   d.text.head_dim = 96;  // q width 192: not a whole number of K-quant blocks
