@@ -35,7 +35,8 @@ float h2f(uint16_t h) { return quant::f16_to_f32(h); }
 uint16_t f2h(float f) { return quant::f32_to_f16(f); }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // memcmp's pointers must not be null, even for 0 bytes (UBSan): empty vectors have none.
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // ---- scalar emulation of ggml's AVX-512 flash-attention row ----
