@@ -99,21 +99,13 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
                                  : k / 256 * int64_t(sizeof(quant::BlockQ8_K));
 }
 
-std::vector<jit::IsaPath> linear_isa_order(const topo::Isa& isa) {
-  std::vector<jit::IsaPath> out;
-  for (jit::IsaPath p : {jit::IsaPath::Amx, jit::IsaPath::Avx512, jit::IsaPath::AvxVnni, jit::IsaPath::Avx2})
-    if (jit::isa_runs(p, isa)) out.push_back(p);
-  if (out.empty() || out.back() != jit::IsaPath::Avx2) throw Error("ckjit needs at least AVX2 + FMA + F16C");
-  return out;
-}
-
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
     : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_order_(setup.llama_decode_order),
       llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), silu_(setup.isa), name_(t.name) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
-  const std::vector<jit::IsaPath> order = linear_isa_order(setup.isa);
+  const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
   two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
   q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
   if (!setup.allow_jit) return;
@@ -211,11 +203,10 @@ std::string Linear::describe() const {
   if (!packed_) return s + "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)";
   if (uses_reference()) return s + "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)";
   auto path = [](const OpKernels& k) { return std::string(jit::isa_name(k.store->spec().isa)); };
-  std::string out = s + "jit gemm " + path(gemm_) + " " + gemm_.store->spec().to_string();
-  if (exact_rows(2)) out = s + "prefill rows in llama.cpp's " + (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order";
+  std::string out = exact_rows(2) ? s + "prefill rows in llama.cpp's " + dot + " order"
+                                  : s + "jit gemm " + path(gemm_) + " " + gemm_.store->spec().to_string();
   if (exact_decode_dot())
-    out += std::string("; decode: ") + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm in " : "AVX2 ") +
-           (wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0") + " order";
+    out += std::string("; decode: ") + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm in " : "AVX2 ") + dot + " order";
   else
     out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
   if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
@@ -270,13 +261,12 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
-  const bool two_rows = two_row_q6k_;
   const int64_t xb = act_row_bytes();
   pool.run(size_t(m * col_tasks), [&](size_t t, int) {
     const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
     const void* xr = static_cast<const uint8_t*>(xq) + r * xb;
     int64_t c = c0;
-    if (q6 && two_rows) {
+    if (q6 && two_row_q6k_) {
       // The same per-row float order as the AVX2 dot, two rows per pass: row i of each half of the
       // range, so the rows are read as two long sequential streams (adjacent rows would restart
       // both streams every row, and the prefetcher loses them: 40% slower decode, measured).

@@ -46,10 +46,6 @@ struct LinearSetup {
   bool rows_mostly_one = false;
 };
 
-// The ISA paths a Linear tries, best first, that `isa` runs: amx, avx512, avxvnni (VEX), avx2.
-// Throws ckjit::Error below AVX2 + FMA + F16C.
-std::vector<jit::IsaPath> linear_isa_order(const topo::Isa& isa);
-
 class Linear {
  public:
   Linear(const gguf::TensorInfo& t, const LinearSetup& setup);
@@ -59,7 +55,6 @@ class Linear {
   TensorType wtype() const { return wtype_; }
   TensorType act_type() const { return atype_; }  // Q8_K for K-quants, Q8_0 for Q8_0
   int64_t act_row_bytes() const;                 // bytes of one quantized activation row of k
-  bool uses_jit() const { return packed_ != nullptr; }
   // Whether any op of this weight runs the scalar reference (only with allow_jit = false, or Q5_K
   // under llama_prefill_order, whose llama.cpp order has no fast copy yet).
   bool uses_reference() const;

@@ -23,12 +23,12 @@ bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc) {
   return false;
 }
 
-IsaPath best_isa_path(const topo::Isa& isa) {
-  if (isa_runs(IsaPath::Amx, isa)) return IsaPath::Amx;
-  if (isa_runs(IsaPath::Avx512, isa)) return IsaPath::Avx512;
-  if (isa_runs(IsaPath::AvxVnni, isa, VnniEncoding::Vex)) return IsaPath::AvxVnni;
-  if (isa_runs(IsaPath::Avx2, isa)) return IsaPath::Avx2;
-  throw Error("ckjit needs at least AVX2 + FMA + F16C");
+std::vector<IsaPath> isa_paths(const topo::Isa& isa) {
+  std::vector<IsaPath> out;
+  for (IsaPath p : {IsaPath::Amx, IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2})
+    if (isa_runs(p, isa)) out.push_back(p);
+  if (out.empty() || out.back() != IsaPath::Avx2) throw Error("ckjit needs at least AVX2 + FMA + F16C");
+  return out;
 }
 
 }  // namespace ckjit::jit

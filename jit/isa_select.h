@@ -1,5 +1,7 @@
 #pragma once
 // Which kernel ISA paths this process may execute (CPUID, OS state and CKJIT_MAX_ISA).
+#include <vector>
+
 #include "jit/kernel_spec.h"
 #include "topology/isa.h"
 
@@ -10,8 +12,8 @@ topo::Isa runtime_isa();
 // Whether kernels of `path` run on `isa`; enc matters for IsaPath::AvxVnni only (VEX needs
 // AVX-VNNI, the EVEX test variant AVX512-VNNI + AVX512VL).
 bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc = VnniEncoding::Vex);
-// The widest path the ISA runs: amx > avx512 > avxvnni (VEX) > avx2. Throws ckjit::Error below AVX2.
-// Never picks the EVEX AvxVnni variant: where it runs, avx512 runs too and is faster.
-IsaPath best_isa_path(const topo::Isa& isa);
+// The paths the ISA runs, best first: amx, avx512, avxvnni (VEX), avx2. Throws ckjit::Error below
+// AVX2 + FMA + F16C. Never lists the EVEX AvxVnni variant: where it runs, avx512 runs too and is faster.
+std::vector<IsaPath> isa_paths(const topo::Isa& isa);
 
 }  // namespace ckjit::jit

@@ -54,12 +54,12 @@ topo::Isa simulated_amx() {
 TEST_SUITE("decoder") {
 
 TEST_CASE("isa order: amx, avx512, avxvnni, avx2 filtered by what the CPU runs; below AVX2 is an error") {
-  CHECK(linear_isa_order(simulated_amx()) ==
+  CHECK(jit::isa_paths(simulated_amx()) ==
         std::vector<jit::IsaPath>{jit::IsaPath::Amx, jit::IsaPath::Avx512, jit::IsaPath::Avx2});
   topo::Isa avx2 = topo::cap_isa(simulated_amx(), "avx2");
-  CHECK(linear_isa_order(avx2) == std::vector<jit::IsaPath>{jit::IsaPath::Avx2});
+  CHECK(jit::isa_paths(avx2) == std::vector<jit::IsaPath>{jit::IsaPath::Avx2});
   topo::Isa none;
-  CHECK_THROWS_WITH_AS(linear_isa_order(none), doctest::Contains("AVX2"), Error);
+  CHECK_THROWS_WITH_AS(jit::isa_paths(none), doctest::Contains("AVX2"), Error);
 }
 
 TEST_CASE("every weight of every type gets a JIT kernel under every cap this CPU runs and on a simulated AMX CPU") {
@@ -79,7 +79,7 @@ TEST_CASE("every weight of every type gets a JIT kernel under every cap this CPU
       o.linear.isa = isa;
       TextModel m(f, o, pool);
       CHECK_FALSE(m.uses_reference());
-      const std::string best = jit::isa_name(linear_isa_order(isa).front());
+      const std::string best = jit::isa_name(jit::isa_paths(isa).front());
       for (const auto& line : m.dtype_report()) {
         CAPTURE(line);
         CHECK(line.find("scalar reference") == std::string::npos);
