@@ -29,10 +29,9 @@ inline float block_max(const float* x, float& amax) {
   return mx;
 }
 
-// Sets iscale = -127/max and returns true, or writes an all-zero block as zeros and returns false.
-inline bool start_block(const float* x, BlockQ8_K& b, float& iscale) {
-  float amax;
-  const float mx = block_max(x, amax);
+// From the block's max (signed value mx, magnitude amax): sets iscale = -127/mx and returns true,
+// or writes an all-zero block as zeros and returns false.
+inline bool start_block(float mx, float amax, BlockQ8_K& b, float& iscale) {
   if (amax == 0.0f) {
     b.d = 0.0f;
     std::memset(b.qs, 0, sizeof b.qs);
@@ -41,6 +40,12 @@ inline bool start_block(const float* x, BlockQ8_K& b, float& iscale) {
   }
   iscale = -127.0f / mx;
   return true;
+}
+
+inline bool start_block(const float* x, BlockQ8_K& b, float& iscale) {
+  float amax;
+  const float mx = block_max(x, amax);
+  return start_block(mx, amax, b, iscale);
 }
 
 void finish_block(BlockQ8_K& b, float iscale) {
@@ -96,15 +101,9 @@ __attribute__((target("avx2,fma"))) void quantize_row_q8_K_fma_avx2(const float*
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes packs' per-128-bit-lane interleave
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
     BlockQ8_K& b = y[i];
-    float amax;
+    float amax, iscale;
     const float mx = block_max_avx2(x, amax);
-    if (amax == 0.0f) {
-      b.d = 0.0f;
-      std::memset(b.qs, 0, sizeof b.qs);
-      std::memset(b.bsums, 0, sizeof b.bsums);
-      continue;
-    }
-    const float iscale = -127.0f / mx;
+    if (!start_block(mx, amax, b, iscale)) continue;
     const __m256 is = _mm256_set1_ps(iscale);
     for (int j = 0; j < QK_K; j += 32) {
       __m256i q[4];

@@ -50,49 +50,43 @@ TEST_CASE("q8_K native quantizer: quants are the exact product rounded half to e
   CHECK(differ < 10);  // the two roundings agree almost everywhere
 }
 
+namespace {
+// A vectorized variant against the scalar one on rows with the edge blocks: an all-zero block, an
+// extreme max, a denormal, a tie in |x| (the first one sets the sign), a NaN (skipped by the max
+// scan), a block whose 127/max overflows.
+void check_variant_bytes(void (*variant)(const float*, BlockQ8_K*, int64_t), uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int rep = 0; rep < 10; ++rep) {
+    std::vector<float> x(256 * 32);
+    for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
+    if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);
+    if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;
+    if (rep == 5) x[700] = -1e3f, x[701] = 1e3f;
+    if (rep == 6) x[9] = std::numeric_limits<float>::quiet_NaN();
+    if (rep == 7) std::fill(x.begin() + 256, x.begin() + 512, 1e-45f);
+    std::vector<BlockQ8_K> a(32), b(32);
+    std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
+    std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
+    quantize_row_q8_K_fma_scalar(x.data(), a.data(), int64_t(x.size()));
+    variant(x.data(), b.data(), int64_t(x.size()));
+    CAPTURE(rep);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
+  }
+}
+}  // namespace
+
 TEST_CASE("q8_K native quantizer: the AVX-512 variant writes the scalar variant's bytes") {
   const ckjit::topo::Isa isa = ckjit::jit::runtime_isa();
   if (!(isa.avx512f && isa.avx512bw)) {
     CKJIT_SKIP("AVX512F+BW not usable here, the AVX-512 Q8_K quantizer was not checked");
   }
-  std::mt19937 rng(21);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int rep = 0; rep < 8; ++rep) {
-    std::vector<float> x(256 * 32);
-    for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
-    if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block
-    if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;                 // extreme max, a denormal
-    if (rep == 5) std::fill(x.begin() + 256, x.begin() + 512, 1e-45f);  // 127/max overflows
-    std::vector<BlockQ8_K> a(32), b(32);
-    std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
-    std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
-    quantize_row_q8_K_fma_scalar(x.data(), a.data(), int64_t(x.size()));
-    quantize_row_q8_K_fma_avx512(x.data(), b.data(), int64_t(x.size()));
-    CAPTURE(rep);
-    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
-  }
-}
+  check_variant_bytes(quantize_row_q8_K_fma_avx512, 21);
 }
 
 TEST_CASE("q8_K native quantizer: the AVX2 variant writes the scalar variant's bytes") {
-  std::mt19937 rng(22);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int rep = 0; rep < 10; ++rep) {
-    std::vector<float> x(256 * 32);
-    for (auto& v : x) v = nd(rng) * (rep % 2 ? 1e-3f : 50.0f);
-    if (rep == 3) std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block
-    if (rep == 4) x[5] = -1e30f, x[300] = 1e-40f;                 // extreme max, a denormal
-    if (rep == 5) x[700] = -1e3f, x[701] = 1e3f;                      // a tie in |x|: the first one sets the sign
-    if (rep == 6) x[9] = std::numeric_limits<float>::quiet_NaN();  // skipped by the max scan
-    if (rep == 7) std::fill(x.begin() + 256, x.begin() + 512, 1e-45f);  // 127/max overflows
-    std::vector<BlockQ8_K> a(32), b(32);
-    std::memset(a.data(), 0xAA, a.size() * sizeof a[0]);
-    std::memset(b.data(), 0x55, b.size() * sizeof b[0]);
-    quantize_row_q8_K_fma_scalar(x.data(), a.data(), int64_t(x.size()));
-    quantize_row_q8_K_fma_avx2(x.data(), b.data(), int64_t(x.size()));
-    CAPTURE(rep);
-    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]) == 0);
-  }
+  check_variant_bytes(quantize_row_q8_K_fma_avx2, 22);
+}
 }
 
 #include "runtime/quants/vec_dot_avx2.h"
