@@ -17,6 +17,10 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 }  // namespace
 
 std::vector<int32_t> prompt_tokens(const tok::Tokenizer& tok, const gguf::GgufFile& file, const PromptOptions& p) {
+  return tok.encode(prompt_text(file, p), /*add_special=*/true, /*parse_special=*/true);
+}
+
+std::string prompt_text(const gguf::GgufFile& file, const PromptOptions& p) {
   std::string text = p.text;
   if (p.chat) {
     std::vector<tok::ChatMessage> msgs;
@@ -26,28 +30,25 @@ std::vector<int32_t> prompt_tokens(const tok::Tokenizer& tok, const gguf::GgufFi
     if (file.has("tokenizer.chat_template")) co.style = tok::chat_style_from_template(file.get_string("tokenizer.chat_template"));
     text = tok::render_chat(msgs, co);
   }
-  return tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
+  return text;
 }
 
-GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
-                        const GenerateOptions& o, const GenerateCallbacks& cb) {
+namespace {
+
+void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o) {
   const int64_t V = s.model().hparams().n_vocab;
-  if (prompt.empty()) throw Error("the prompt is empty (give -p TEXT or -f FILE)");
-  if (s.n_past() + int64_t(prompt.size()) >= s.n_ctx())
-    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens, longer than the context (" +
-                std::to_string(s.n_ctx()) + "; raise -c)");
+  if (rows == 0) throw Error("the prompt is empty (give -p TEXT or -f FILE)");
+  if (s.n_past() + rows >= s.n_ctx())
+    throw Error("the prompt is " + std::to_string(rows) + " rows, longer than the context (" + std::to_string(s.n_ctx()) +
+                "; raise -c)");
   for (int32_t id : o.forced)
     if (id < 0 || id >= V) throw Error("--force: token id " + std::to_string(id) + " is outside the vocabulary");
-  Sampler sampler(o.sampler, int32_t(V));
-  for (int32_t id : prompt) sampler.accept(id);
+}
 
-  GenerateResult r;
-  r.n_prompt = int64_t(prompt.size());
-  const auto t_prefill = Clock::now();
-  Logits lg = s.decode(Batch::text(prompt, s.next_position()));
-  r.prefill_ms = ms_since(t_prefill);
-  const float* logits = lg.last();
-
+// Sampling (or forcing) from the prompt's last logits on; fills generated / decode fields of r.
+void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const float* logits, const GenerateOptions& o,
+                 const GenerateCallbacks& cb, GenerateResult& r) {
+  const int64_t V = s.model().hparams().n_vocab;
   const int n_steps = o.forced.empty() ? o.n_predict : int(o.forced.size());
   tok::Utf8Stream out;
   r.generated.reserve(size_t(std::max(0, n_steps)));
@@ -73,16 +74,66 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector
     ++r.n_decoded;
   }
   if (cb.on_text) cb.on_text(out.flush());
+}
+
+}  // namespace
+
+GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                        const GenerateOptions& o, const GenerateCallbacks& cb) {
+  check_prompt(s, int64_t(prompt.size()), o);
+  Sampler sampler(o.sampler, int32_t(s.model().hparams().n_vocab));
+  for (int32_t id : prompt) sampler.accept(id);
+  GenerateResult r;
+  r.n_prompt = int64_t(prompt.size());
+  const auto t_prefill = Clock::now();
+  Logits lg = s.decode(Batch::text(prompt, s.next_position()));
+  r.prefill_ms = ms_since(t_prefill);
+  decode_loop(s, tok, sampler, lg.last(), o, cb, r);
+  return r;
+}
+
+GenerateResult generate(Session& s, const tok::Tokenizer& tok, const BridgePrompt& prompt, const GenerateOptions& o,
+                        const GenerateCallbacks& cb) {
+  const Batch& b = prompt.batch;
+  check_prompt(s, b.size(), o);
+  if (prompt.segments.empty() || prompt.segments.back().image) throw Error("the prompt must end with text");
+  Sampler sampler(o.sampler, int32_t(s.model().hparams().n_vocab));
+  for (int32_t id : prompt.token_ids)
+    if (id >= 0) sampler.accept(id);
+  GenerateResult r;
+  r.n_prompt = b.size();
+  const float* last = nullptr;
+  Batch part;
+  for (size_t si = 0; si < prompt.segments.size(); ++si) {
+    const BridgeSegment& seg = prompt.segments[si];
+    part.clear();
+    for (int64_t i = seg.first_row; i < seg.first_row + seg.n_rows; ++i) {
+      const bool want = si + 1 == prompt.segments.size() && i + 1 == seg.first_row + seg.n_rows;
+      if (b.token[size_t(i)] >= 0) part.add_token(b.token[size_t(i)], b.pos[size_t(i)], want);
+      else part.add_embedding(b.embd[size_t(i)], b.pos[size_t(i)], b.deepstack[size_t(i)], want);
+    }
+    const auto t = Clock::now();
+    Logits lg = s.decode(part);
+    const double ms = ms_since(t);
+    r.prefill_ms += ms;
+    if (seg.image) r.image_prefill_ms += ms, r.n_image_rows += seg.n_rows;
+    if (lg.rows > 0) last = lg.last();
+  }
+  decode_loop(s, tok, sampler, last, o, cb, r);
   return r;
 }
 
 std::string timing_line(const GenerateResult& r, double load_ms, int threads) {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
-  char buf[360];
+  char img[160] = "";
+  if (r.n_image_rows > 0)
+    std::snprintf(img, sizeof img, " [image %lld rows %.1f ms, text %lld rows %.1f ms]", (long long)r.n_image_rows,
+                  r.image_prefill_ms, (long long)(r.n_prompt - r.n_image_rows), r.prefill_ms - r.image_prefill_ms);
+  char buf[520];
   std::snprintf(buf, sizeof buf,
-                "timing: load %.0f ms | prefill %lld tok %.1f ms (%.2f tok/s) | decode %d tok %.1f ms (%.2f tok/s) | threads %d | peak RSS %.0f MiB",
-                load_ms, (long long)r.n_prompt, r.prefill_ms, r.n_prompt / r.prefill_ms * 1e3, r.n_decoded, r.decode_ms,
+                "timing: load %.0f ms | prefill %lld tok %.1f ms (%.2f tok/s)%s | decode %d tok %.1f ms (%.2f tok/s) | threads %d | peak RSS %.0f MiB",
+                load_ms, (long long)r.n_prompt, r.prefill_ms, r.n_prompt / r.prefill_ms * 1e3, img, r.n_decoded, r.decode_ms,
                 r.n_decoded ? r.n_decoded / r.decode_ms * 1e3 : 0.0, threads, double(ru.ru_maxrss) / 1024.0);
   return buf;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/bridge.h"
 #include "graph/session.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/sampler.h"
@@ -25,6 +26,8 @@ struct PromptOptions {
 // The prompt's token ids as llama.cpp tokenizes it (special tokens parsed; the template style read
 // from the file's tokenizer.chat_template when present).
 std::vector<int32_t> prompt_tokens(const tok::Tokenizer& tok, const gguf::GgufFile& file, const PromptOptions& p);
+// The prompt text before tokenizing: the chat template applied when asked (media markers pass through).
+std::string prompt_text(const gguf::GgufFile& file, const PromptOptions& p);
 
 struct GenerateOptions {
   int n_predict = 256;
@@ -38,6 +41,8 @@ struct GenerateResult {
   int64_t n_prompt = 0;
   int n_decoded = 0;
   double prefill_ms = 0, decode_ms = 0;
+  int64_t n_image_rows = 0;           // of n_prompt: rows that came from images
+  double image_prefill_ms = 0;        // of prefill_ms: spent on the image segments
   bool context_full = false;
 };
 
@@ -50,6 +55,13 @@ struct GenerateCallbacks {
 // context, forced ids outside the vocabulary.
 GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
                         const GenerateOptions& o, const GenerateCallbacks& cb);
+
+// The bridge's mixed prompt (text runs and image rows, spec D.4): each segment is prefilled as
+// its own batch (in n_ubatch chunks; never as decode steps) so the image rows' prefill time is
+// known, then decoding continues from the KV cache. Errors: as above, plus a prompt that does not
+// end with text.
+GenerateResult generate(Session& s, const tok::Tokenizer& tok, const BridgePrompt& prompt, const GenerateOptions& o,
+                        const GenerateCallbacks& cb);
 
 // "timing: load ... | prefill N tok ... | decode N tok ... | threads T | peak RSS M MiB"
 std::string timing_line(const GenerateResult& r, double load_ms, int threads);

@@ -16,9 +16,11 @@ std::unique_ptr<Emitter> make_q6k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_q80_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_quantize_q80_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_dense_avx2_emitter(const KernelSpec& spec);
 
 std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
   spec.validate();
+  if (spec.op == Op::Dense) return make_dense_avx2_emitter(spec);  // validate() admits isa=avx2 only
   // The AVX-VNNI path shares the AVX2 emitters (they switch to vpdpbusd on spec.isa); its
   // quantizers are the AVX2 ones, which need no VNNI.
   if (spec.isa == IsaPath::AvxVnni) {

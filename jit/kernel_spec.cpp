@@ -13,13 +13,15 @@ template <class E>
 struct Named { E value; const char* name; };
 
 constexpr Named<Op> kOps[] = {{Op::Quantize, "quantize"}, {Op::Gemm, "gemm"}, {Op::Gemv, "gemv"},
-                              {Op::SwiGLU, "swiglu"}};
+                              {Op::SwiGLU, "swiglu"}, {Op::Dense, "dense"}};
 constexpr Named<IsaPath> kIsas[] = {
     {IsaPath::Avx2, "avx2"}, {IsaPath::AvxVnni, "avxvnni"}, {IsaPath::Avx512, "avx512"}, {IsaPath::Amx, "amx"}};
 constexpr Named<VnniEncoding> kEncodings[] = {{VnniEncoding::Vex, "vex"}, {VnniEncoding::Evex, "evex"}};
 constexpr Named<Epilogue> kEpilogues[] = {
-    {Epilogue::Store, "store"}, {Epilogue::ResidualAdd, "residual"}, {Epilogue::SwiGLU, "swiglu"}};
-constexpr Named<TensorType> kTypes[] = {{TensorType::F32, "f32"},   {TensorType::Q8_0, "q8_0"},
+    {Epilogue::Store, "store"}, {Epilogue::ResidualAdd, "residual"}, {Epilogue::SwiGLU, "swiglu"},
+    {Epilogue::Bias, "bias"}, {Epilogue::BiasResidual, "bias_residual"}};
+constexpr Named<TensorType> kTypes[] = {{TensorType::F32, "f32"},   {TensorType::F16, "f16"},
+                                        {TensorType::BF16, "bf16"}, {TensorType::Q8_0, "q8_0"},
                                         {TensorType::Q4_K, "q4_K"}, {TensorType::Q5_K, "q5_K"},
                                         {TensorType::Q6_K, "q6_K"}, {TensorType::Q8_K, "q8_K"}};
 
@@ -67,6 +69,7 @@ std::string KernelSpec::to_string() const {
     << ",pf=" << pf << ",k=" << k << ",m=" << m_min << "-" << m_max << ",ep=" << epilogue_name(epilogue);
   // Only the AvxVnni path has a choice of encoding; other specs keep their text unchanged.
   if (isa == IsaPath::AvxVnni) o << ",enc=" << encoding_name(enc);
+  if (op == Op::Dense) o << ",acc=" << (accumulate ? 1 : 0);
   return o.str();
 }
 
@@ -98,10 +101,23 @@ KernelSpec KernelSpec::parse(const std::string& text) {
       }
     } else if (key == "ep") s.epilogue = value_of(kEpilogues, key, val);
     else if (key == "enc") s.enc = value_of(kEncodings, key, val);
+    else if (key == "acc") {
+      if (val != "0" && val != "1") throw Error("kernel spec: acc must be 0 or 1, got '" + val + "'");
+      s.accumulate = val == "1";
+    }
     else throw Error("kernel spec: unknown key '" + key + "'");
   }
   s.validate();
   return s;
+}
+
+std::string dense_block_problem(IsaPath isa, int mr, int nr) {
+  if (isa != IsaPath::Avx2) return "op=dense has an avx2 emitter only (its float order is the same on every CPU)";
+  if (mr < 1 || mr > 6) return "mr must be 1..6";
+  if (nr < 1 || nr > 4) return "nr must be 1..4";
+  if (mr * nr + nr + 1 > 16)
+    return "mr*nr + nr + 1 = " + std::to_string(mr * nr + nr + 1) + " > 16 ymm registers";
+  return "";
 }
 
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
@@ -122,6 +138,20 @@ std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
 
 void KernelSpec::validate() const {
   auto fail = [&](const std::string& why) { throw Error("kernel spec " + to_string() + ": " + why); };
+  if (accumulate && op != Op::Dense) fail("acc=1 applies to op=dense only");
+  if (op == Op::Dense) {
+    std::string why = dense_block_problem(isa, mr, nr);
+    if (!why.empty()) fail(why);
+    if (wtype != TensorType::F16 && wtype != TensorType::BF16 && wtype != TensorType::F32)
+      fail("op=dense takes f16, bf16 or f32 weights");
+    if (atype != TensorType::F32) fail("op=dense takes f32 activations (a=f32)");
+    if (epilogue != Epilogue::Store && epilogue != Epilogue::Bias && epilogue != Epilogue::BiasResidual)
+      fail("op=dense epilogues are store, bias and bias_residual");
+    if (kc < 1 || k < kc) fail("op=dense needs 1 <= kc <= k (kc: elements per call, k: the whole K)");
+    if (k > (int64_t(1) << 24)) fail("k too large");
+    if (m_min < 1 || (m_max != 0 && m_max < m_min)) fail("bad m range");
+    return;
+  }
   if (op == Op::Quantize) {
     if (wtype != TensorType::F32) fail("quantize reads f32 (w=f32)");
     if (atype != TensorType::Q8_K && atype != TensorType::Q8_0) fail("quantize produces q8_K or q8_0");

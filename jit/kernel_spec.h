@@ -8,7 +8,9 @@
 
 namespace ckjit::jit {
 
-enum class Op { Quantize, Gemm, Gemv, SwiGLU };
+// Dense: float weights (F16, BF16, F32) times F32 activation rows, one micro-tile of mr rows x nr
+// panels over kc elements of K per call (the vision tower's matmuls; jit/dense_avx2_emitter.cpp).
+enum class Op { Quantize, Gemm, Gemv, SwiGLU, Dense };
 // Avx2: ymm, vpmaddubsw + vpmaddwd. AvxVnni: the same ymm kernels with vpdpbusd / vpdpwssd (16 ymm
 // registers). Avx512: zmm + AVX512-VNNI. Amx: AMX-INT8 tiles.
 enum class IsaPath { Avx2, Avx512, Amx, AvxVnni };
@@ -21,6 +23,8 @@ enum class Epilogue {
   Store,        // y = W x
   ResidualAdd,  // y = W x + r  (r read with the same strides as y)
   SwiGLU,       // y = silu(Wg x) * (Wu x)   (op SwiGLU only)
+  Bias,         // y = W x + b             (op Dense: b from GemmArgs::w2, one float per column)
+  BiasResidual, // y = (W x + b) + r       (op Dense)
 };
 
 struct KernelSpec {
@@ -37,6 +41,9 @@ struct KernelSpec {
   int64_t m_min = 1, m_max = 0;  // row range the spec is meant for (m_max 0 = unbounded)
   Epilogue epilogue = Epilogue::Store;
   VnniEncoding enc = VnniEncoding::Vex;  // isa=avxvnni only (printed as enc=vex|evex for it)
+  // op=dense only (printed as acc=0|1 for it): start from the partial sums already in y (a later
+  // kc block of K) instead of zero. kc is then in elements and k is the whole K (the panel stride).
+  bool accumulate = false;
 
   // "op=gemm,w=q4_K,a=q8_K,isa=avx512,mr=4,nr=3,kc=0,nc=0,pf=0,k=4096,m=2-0,ep=store"
   // (isa=avxvnni specs end with ",enc=vex" or ",enc=evex")
@@ -68,5 +75,8 @@ inline int panel_cols(IsaPath isa) { return is_ymm_path(isa) ? 8 : 16; }
 // stream): mr*nr + nr <= 13. mr <= 6 (the frames' stack layout) and nr <= 4. Returns "" when the
 // block fits, else why not. AMX tiles have their own rule (mr = 16).
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr);
+// The same for op=dense: one accumulator per (row, panel), one register per panel, one broadcast:
+// mr*nr + nr + 1 <= 16 ymm.
+std::string dense_block_problem(IsaPath isa, int mr, int nr);
 
 }  // namespace ckjit::jit

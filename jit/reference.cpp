@@ -21,6 +21,7 @@ float silu_mul_ref(float g, float u) {
 }
 
 void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
+  if (spec.op == Op::Dense) return reference_dense(spec, a);
   const int P = panel_cols(spec.isa);
   const int nb = int(spec.k / (spec.wtype == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K));
   float (*dot)(const uint8_t*, int, int, const uint8_t*, int) = nullptr;

@@ -7,6 +7,8 @@
 namespace ckjit::jit {
 
 void reference_kernel(const KernelSpec& spec, const GemmArgs* args);
+// op=dense: the mr x (nr * 8) tile of the kernel's float order (jit/dense_avx2_emitter.cpp).
+void reference_dense(const KernelSpec& spec, const GemmArgs* args);
 
 // Integer partial sums of one (activation row, weight row, super-block), read from the packed
 // layout: S = Σ_s sc_s·dot32(q_s, r_s), M = Σ_s mn_s·(bsums[2s]+bsums[2s+1]).

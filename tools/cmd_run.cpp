@@ -13,7 +13,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include "graph/generate.h"
 #include "graph/session.h"
@@ -27,6 +29,8 @@
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "topology/machine.h"
+#include "vision/image_input.h"
+#include "vision/vision_model.h"
 
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
@@ -63,35 +67,76 @@ std::vector<int32_t> parse_ids(const std::string& text, const std::string& path)
   return ids;
 }
 
-// The embedded default model: without -m, `ckjit run` synthesizes (once, cached) a tiny
-// random-weight Qwen3-VL model with the real Qwen3 tokenizer, so the main job runs on a fresh
-// machine. Its text is random by construction; it shows the pipeline and its timings, nothing more.
-std::string default_model_path() {
+// The embedded default: without -m, `ckjit run` synthesizes (once, cached in the user cache dir)
+// a random-weight Qwen3-VL pair with the real Qwen3 tokenizer, 2B-shaped unless CKJIT_DEFAULT_PRESET
+// names another preset (tests use tiny), and reads the sample page the repository ships. Its text
+// is random by construction; it shows the pipeline and the time of each phase, nothing more.
+struct DefaultPair { std::string model, mmproj, preset; };
+
+std::filesystem::path user_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  std::filesystem::path dir = xdg && *xdg ? std::filesystem::path(xdg) / "ckjit"
-                              : home && *home ? std::filesystem::path(home) / ".cache" / "ckjit"
-                                              : std::filesystem::temp_directory_path() / "ckjit";
-  dir /= "default-model";
-  auto dims = ckjit::qwen3vl::preset_dims("tiny");
-  std::filesystem::path model = dir / ckjit::synth::text_file_name(dims.preset, ckjit::qwen3vl::TextMix::Q4_K_M);
-  if (std::filesystem::exists(model)) return model.string();
+  return xdg && *xdg ? std::filesystem::path(xdg) / "ckjit"
+         : home && *home ? std::filesystem::path(home) / ".cache" / "ckjit"
+                         : std::filesystem::temp_directory_path() / "ckjit";
+}
+
+DefaultPair default_pair() {
+  const char* env = std::getenv("CKJIT_DEFAULT_PRESET");
+  const std::string preset = env && *env ? env : "2b";
+  auto dims = ckjit::qwen3vl::preset_dims(preset);
+  const std::filesystem::path dir = user_cache_dir() / ("default-" + preset);
+  DefaultPair out{(dir / ckjit::synth::text_file_name(dims.preset, ckjit::qwen3vl::TextMix::Q4_K_M)).string(),
+                  (dir / ckjit::synth::mmproj_file_name(dims.preset, ckjit::qwen3vl::MmprojType::F16)).string(), preset};
+  if (std::filesystem::exists(out.model) && std::filesystem::exists(out.mmproj)) return out;
   ckjit::synth::SynthOptions o;
   o.seed = 1;
   o.sharpness = 10.0f;  // clear greedy choices
   const char* tk = std::getenv("CKJIT_TOKENIZER_DIR");
   o.tokenizer_dir = tk && *tk ? tk : CKJIT_DEFAULT_TOKENIZER_DIR;
-  std::fprintf(stderr, "run: synthesizing the default model into %s (ckjit synth --preset tiny --seed 1 --sharpness 10)\n",
-               dir.string().c_str());
-  return ckjit::synth::write_qwen3vl_pair(dims, o, dir.string()).text_path;
+  std::fprintf(stderr, "run: synthesizing the default %s pair into %s (once; ckjit synth --preset %s --seed 1 --sharpness 10)\n",
+               preset.c_str(), dir.string().c_str(), preset.c_str());
+  // Written next to the cache and renamed when complete: an interrupted run leaves no half file.
+  const std::filesystem::path tmp = dir.string() + ".partial-" + std::to_string(::getpid());
+  std::filesystem::remove_all(tmp);
+  int last = -1;
+  auto progress = [&](uint64_t done, uint64_t total) {
+    const int pct = total ? int(done * 100 / total) : 100;
+    if (pct == last) return;
+    last = pct;
+    const int bar = pct * 40 / 100;
+    std::fprintf(stderr, "\rsynth [%.*s%*s] %3d%% of %.0f MiB", bar, "========================================", 40 - bar, "",
+                 pct, double(total) / 1048576.0);
+    if (pct == 100) std::fputc('\n', stderr);
+  };
+  ckjit::synth::write_qwen3vl_pair(dims, o, tmp.string(), progress);
+  std::filesystem::create_directories(dir.parent_path());
+  std::filesystem::remove_all(dir);
+  std::filesystem::rename(tmp, dir);
+  return out;
+}
+
+// The sample page: next to the binary's source tree, or given by CKJIT_SAMPLE_PAGE.
+std::string sample_page_path() {
+  const char* env = std::getenv("CKJIT_SAMPLE_PAGE");
+  if (env && *env) return env;
+  return CKJIT_SAMPLE_PAGE;
+}
+
+void write_floats(std::FILE* f, const float* p, size_t n, const char* what) {
+  if (std::fwrite(p, sizeof(float), n, f) != n) throw ckjit::Error(std::string("writing ") + what + " failed");
 }
 
 int run_main(const std::vector<std::string>& args) {
   po::options_description opts("ckjit run options (llama.cpp names)");
   opts.add_options()
       ("model,m", po::value<std::string>(), "text model GGUF (qwen3vl)")
-      ("mmproj", po::value<std::string>(), "vision projector GGUF (not supported yet)")
-      ("image", po::value<std::vector<std::string>>(), "page image (not supported yet)")
+      ("mmproj", po::value<std::string>(), "vision projector GGUF (clip, qwen3vl_merger)")
+      ("image", po::value<std::vector<std::string>>(), "image file (PNG, JPEG, BMP); repeat for several, placed at <__media__> markers in the prompt, else first")
+      ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per image (llama.cpp's default 8)")
+      ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per image (llama.cpp's default 4096)")
+      ("dump-embd", po::value<std::string>(), "write the projector rows as float32 [n_image_rows][n_embd x (1 + deepstack)]")
+      ("report", "print the bridge layout: segments, rows, positions, deepstack layers")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
       ("n-predict,n", po::value<int>()->default_value(256), "tokens to generate")
@@ -120,13 +165,20 @@ int run_main(const std::vector<std::string>& args) {
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << "usage: ckjit run -m m.gguf -p \"text\" [-n N] [-t T] [--temp X] [--seed S] [--chat]\n" << opts;
+    std::cout << "usage: ckjit run -m m.gguf [--mmproj mmproj.gguf --image page.png] -p \"text\" [-n N] [-t T] [--temp X] [--seed S] [--chat]\n"
+                 "without -m: a synthesized 2B-shaped random-weight pair reads the sample page (the text is noise)\n" << opts;
     return 0;
   }
-  if (vm.count("mmproj") || vm.count("image"))
-    throw ckjit::Error("vision not supported yet: --mmproj/--image need the Qwen3-VL vision tower (a later issue)");
+  const bool embedded_default = !vm.count("model");
+  if (embedded_default && vm.count("mmproj")) throw ckjit::Error("--mmproj needs -m (the text model it belongs to)");
+  if (!embedded_default && vm.count("image") && !vm.count("mmproj"))
+    throw ckjit::Error("--image " + vm["image"].as<std::vector<std::string>>().front() +
+                       ": an image needs --mmproj (the vision projector GGUF of the model)");
+  if (vm["image-min-tokens"].as<int>() < 1 || vm["image-max-tokens"].as<int>() < vm["image-min-tokens"].as<int>())
+    throw ckjit::Error("--image-min-tokens must be at least 1 and at most --image-max-tokens");
   if (vm.count("prompt") && vm.count("file")) throw ckjit::Error("give the prompt with -p or -f, not both");
-  const int n_predict = vm["n-predict"].as<int>();
+  // The embedded default generates a short answer unless -n says otherwise.
+  const int n_predict = embedded_default && vm["n-predict"].defaulted() ? 32 : vm["n-predict"].as<int>();
   const int n_ctx = vm["ctx-size"].as<int>();
   if (n_ctx < 1) throw ckjit::Error("--ctx-size must be at least 1");
   if (vm["batch-size"].as<int>() < 1) throw ckjit::Error("--batch-size must be at least 1");
@@ -143,17 +195,30 @@ int run_main(const std::vector<std::string>& args) {
     profile_load = ckjit::load_profile_for(machine);
     std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(profile_load).c_str());
   }
-  const bool embedded_default = !vm.count("model");
   if (embedded_default)
-    std::fprintf(stderr, "run: no -m given: using the embedded default, a tiny random-weight Qwen3-VL model "
-                         "(real tokenizer; its text is random)\n");
+    std::fprintf(stderr, "run: no -m given: using the embedded default, a synthesized random-weight Qwen3-VL pair "
+                         "(real tokenizer) reading the sample page; the weights are random, so the text is noise\n");
   if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
 
   // ---- load ----
+  DefaultPair def;
+  if (embedded_default) def = default_pair();
   const auto t_load = Clock::now();
-  const std::string model_path = embedded_default ? default_model_path() : vm["model"].as<std::string>();
+  const std::string model_path = embedded_default ? def.model : vm["model"].as<std::string>();
+  const std::string mmproj_path = embedded_default ? def.mmproj : vm.count("mmproj") ? vm["mmproj"].as<std::string>() : "";
+  std::vector<std::string> image_paths;
+  if (vm.count("image")) image_paths = vm["image"].as<std::vector<std::string>>();
+  else if (embedded_default) image_paths = {sample_page_path()};
+  if (!mmproj_path.empty() && image_paths.empty())
+    std::fprintf(stderr, "run: --mmproj given without --image: text only\n");
   ckjit::gguf::GgufFile file = ckjit::gguf::GgufFile::open(model_path);
   ckjit::graph::read_hparams(file);  // architecture and keys first: clearer errors than the tokenizer's
+  std::optional<ckjit::gguf::GgufFile> mmproj_file;
+  std::optional<ckjit::vision::VisionHparams> vhp;
+  if (!image_paths.empty()) {
+    mmproj_file = ckjit::gguf::GgufFile::open(mmproj_path);
+    vhp = ckjit::vision::read_vision_hparams(*mmproj_file);
+  }
   ckjit::tok::Tokenizer tok(ckjit::tok::vocab_from_gguf(file));
   // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota.
   auto pool = ckjit::graph::Workers::for_budget(machine, want_threads);
@@ -171,13 +236,19 @@ int run_main(const std::vector<std::string>& args) {
   // entry for a shape when there is one, the cost model otherwise.
   ckjit::graph::LinearPlanner planner(machine, threads, profile_load.profile, profile_load.path);
   mopt.linear.planner = &planner;
+  const double open_ms = ms_since(t_load);
+  const auto t_repack = Clock::now();
   const ckjit::graph::TextModel model(file, mopt, *pool);
-  ckjit::graph::Session session(model, sopt, *pool);
   const auto& hp = model.hparams();
+  if (vhp) ckjit::vision::check_pair(*vhp, mmproj_path, hp, model_path);
+  std::unique_ptr<ckjit::vision::VisionModel> vision;
+  if (vhp) vision = std::make_unique<ckjit::vision::VisionModel>(*mmproj_file, ckjit::jit::runtime_isa(), *pool);
+  const double repack_ms = ms_since(t_repack);
+  ckjit::graph::Session session(model, sopt, *pool);
   if (tok.n_tokens() > hp.n_vocab)
     throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
                        std::to_string(hp.n_vocab) + " rows");
-  const double load_ms = ms_since(t_load);
+  const double load_ms = open_ms + repack_ms;
   if (verbose) {
     std::fprintf(stderr, "model: %lld layers, E=%lld, F=%lld, heads %lld/%lld x %lld, vocab %lld, %s output\n",
                  (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff, (long long)hp.n_head,
@@ -186,6 +257,8 @@ int run_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "isa: %s (CKJIT_MAX_ISA caps it)\n", ckjit::jit::runtime_isa().to_string().c_str());
     for (const auto& line : model.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
     for (const auto& line : model.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
+    if (vision)
+      for (const auto& line : vision->describe()) std::fprintf(stderr, "vision: %s\n", line.c_str());
     std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
                  session.arena_bytes() / 1048576.0, session.kv_bytes() / 1048576.0, threads);
   }
@@ -194,17 +267,63 @@ int run_main(const std::vector<std::string>& args) {
   ckjit::graph::PromptOptions popt;
   popt.text = vm.count("prompt") ? vm["prompt"].as<std::string>()
               : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
-              : embedded_default ? std::string("The quick brown fox")
+              : embedded_default ? std::string("Read the text on this page.")
                                  : std::string();
-  popt.chat = vm.count("chat") > 0;
+  popt.chat = vm.count("chat") > 0 || (embedded_default && !vm.count("prompt") && !vm.count("file"));
   if (vm.count("system")) popt.system = vm["system"].as<std::string>();
-  const std::vector<int32_t> ids = ckjit::graph::prompt_tokens(tok, file, popt);
+
+  // ---- images: preprocess, check the context, encode ----
+  std::vector<ckjit::vision::ImageEmbedding> embeddings;
+  double encode_ms = 0;
+  if (vision) {
+    const auto t_enc = Clock::now();
+    const auto pp = vision->preprocess_params(vm["image-min-tokens"].as<int>(), vm["image-max-tokens"].as<int>());
+    std::vector<ckjit::vision::PreparedImage> prepared;
+    int64_t rows = 0;
+    for (const auto& path : image_paths) {
+      prepared.push_back(ckjit::vision::prepare_image(path, pp));
+      const auto& im = prepared.back();
+      rows += im.n_rows;
+      if (rows + 2 * int64_t(prepared.size()) >= n_ctx)
+        throw ckjit::Error(path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
+                           " x " + std::to_string(im.pixels.height) + " canvas); the images take " + std::to_string(rows) +
+                           " rows, more than the context (-c " + std::to_string(n_ctx) + "; raise -c or lower --image-max-tokens)");
+      if (verbose || vm.count("report"))
+        std::fprintf(stderr, "image: %s %d x %d -> %d x %d canvas (content %d x %d at %d,%d), %lld rows\n", path.c_str(),
+                     im.src_width, im.src_height, im.pixels.width, im.pixels.height, im.pixels.plan.content_w,
+                     im.pixels.plan.content_h, im.pixels.plan.x0, im.pixels.plan.y0, (long long)im.n_rows);
+    }
+    for (auto& im : prepared) {
+      embeddings.push_back(vision->encode(*pool, im.pixels));
+      im.pixels = {};
+    }
+    encode_ms = ms_since(t_enc);
+    if (vm.count("dump-embd")) {
+      const std::string path = vm["dump-embd"].as<std::string>();
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+      if (!f) throw ckjit::Error("cannot write --dump-embd file '" + path + "'");
+      for (const auto& e : embeddings) write_floats(f.get(), e.rows.data(), e.rows.size(), "--dump-embd");
+    }
+  } else if (vm.count("dump-embd")) {
+    throw ckjit::Error("--dump-embd needs --mmproj and --image");
+  }
   auto join_ids = [](const std::vector<int32_t>& v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
     return s;
   };
-  if (verbose) std::fprintf(stderr, "prompt: %zu tokens\nprompt ids: %s\n", ids.size(), join_ids(ids).c_str());
+  std::vector<int32_t> ids;
+  std::optional<ckjit::graph::BridgePrompt> bridge;
+  if (vision) {
+    bridge = ckjit::graph::build_bridge_prompt(tok, ckjit::graph::prompt_text(file, popt), ckjit::vision::image_rows(embeddings),
+                                               hp.n_embd, hp.n_deepstack);
+    ids = bridge->token_ids;
+    if (verbose || vm.count("report"))
+      for (const auto& line : ckjit::graph::describe_bridge(*bridge, hp.n_deepstack)) std::fprintf(stderr, "bridge: %s\n", line.c_str());
+  } else {
+    ids = ckjit::graph::prompt_tokens(tok, file, popt);
+  }
+  if (verbose) std::fprintf(stderr, "prompt: %zu rows\nprompt ids: %s\n", ids.size(), join_ids(ids).c_str());
 
   ckjit::graph::GenerateOptions gopt;
   gopt.n_predict = n_predict;
@@ -236,12 +355,25 @@ int run_main(const std::vector<std::string>& args) {
     cb.on_logits = [&](const float* logits, int64_t n) {
       if (std::fwrite(logits, sizeof(float), size_t(n), dump.get()) != size_t(n)) throw ckjit::Error("writing --dump-logits failed");
     };
-  const ckjit::graph::GenerateResult res = ckjit::graph::generate(session, tok, ids, gopt, cb);
+  const ckjit::graph::GenerateResult res =
+      bridge ? ckjit::graph::generate(session, tok, *bridge, gopt, cb) : ckjit::graph::generate(session, tok, ids, gopt, cb);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
   if (res.context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
+  if (vision) {
+    int64_t img_rows = 0;
+    for (const auto& e : embeddings) img_rows += e.n_rows();
+    std::fprintf(stderr,
+                 "phases: load %.0f ms | repack + JIT %.0f ms | image encode %.1f ms (%zu image%s, %lld rows) | prefill %.1f ms "
+                 "(image rows %.1f ms, text rows %.1f ms) | decode %.1f ms\n",
+                 open_ms, repack_ms, encode_ms, embeddings.size(), embeddings.size() == 1 ? "" : "s", (long long)img_rows,
+                 res.prefill_ms, res.image_prefill_ms, res.prefill_ms - res.image_prefill_ms, res.decode_ms);
+  }
+  if (embedded_default)
+    std::fprintf(stderr, "note: the default pair has random weights (%s preset): the text above is noise; "
+                         "run with -m/--mmproj/--image for real files\n", def.preset.c_str());
   return 0;
 }
 

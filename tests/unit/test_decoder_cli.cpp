@@ -108,10 +108,10 @@ TEST_CASE("ckjit run: bad input gives a clear message and a non-zero exit") {
     CHECK(r.status != 0);
     CHECK(r.output.find("architecture 'qwen2' is not supported") != std::string::npos);
   }
-  SUBCASE("vision flags") {
+  SUBCASE("an image without --mmproj") {
     CliResult r = run_ckjit("run -m " + q(f.model) + " --image x.png -p hi");
     CHECK(r.status != 0);
-    CHECK(r.output.find("vision not supported yet") != std::string::npos);
+    CHECK(r.output.find("x.png: an image needs --mmproj") != std::string::npos);
   }
   SUBCASE("force file with junk") {
     const fs::path ids = f.dir / "junk.txt";

@@ -1,0 +1,194 @@
+#include "vision/dense_linear.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "jit/isa_select.h"
+#include "runtime/error.h"
+#include "runtime/quants/quants.h"
+
+namespace ckjit::vision {
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// K per kernel call: all of K when its rows and a weight group stay in L2, else the largest
+// divisor of K in [256, 1024] (the chain continues exactly across blocks), else all of K.
+int64_t choose_kc(int64_t k) {
+  if (k <= 1024) return k;
+  for (int64_t kc = 1024; kc >= 256; --kc)
+    if (k % kc == 0) return kc;
+  return k;
+}
+
+__attribute__((target("avx2,f16c"))) void round_f16(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  for (; i < n; ++i) y[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
+}
+
+void round_bf16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = quant::bf16_to_f32(quant::f32_to_bf16(x[i]));
+}
+
+}  // namespace
+
+DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads)
+    : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
+  if (w.ne[2] != 1 || w.ne[3] != 1 || n_ < 1 || k_ < 1) throw Error(name_ + ": not a matrix (" + w.shape_string() + ")");
+  if (bias.type.type != TensorType::F32 || bias.n_elements != n_) throw Error(std::string(bias.name) + ": bias must be F32 [" + std::to_string(n_) + "]");
+  (void)isa;  // the dense kernels have one path, avx2 (jit::isa_paths throws below it)
+  jit::isa_paths(isa);
+  switch (file_type_) {
+    case TensorType::F16: wtype_ = round_ = TensorType::F16; break;
+    case TensorType::BF16: wtype_ = round_ = TensorType::BF16; break;
+    case TensorType::F32: case TensorType::Q8_0: wtype_ = round_ = TensorType::F32; break;
+    default: throw Error(name_ + ": type " + std::string(w.type.name) + " has no vision kernel (F16, BF16, F32, Q8_0)");
+  }
+  bias_.assign(size_t(round_up(n_, 8)), 0.0f);
+  std::memcpy(bias_.data(), bias.data, size_t(n_) * 4);
+  if (file_type_ == TensorType::Q8_0 || file_type_ == TensorType::F32) {
+    std::vector<float> rows(size_t(n_ * k_));
+    for (int64_t r = 0; r < n_; ++r) quant::dequantize_row(file_type_, w.data + r * w.row_bytes(), rows.data() + r * k_, k_);
+    pack(rows.data(), nullptr, threads);
+  } else {
+    pack(nullptr, reinterpret_cast<const uint16_t*>(w.data), threads);
+  }
+  build_kernels();
+}
+
+DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
+                         const topo::Isa& isa, int threads)
+    : name_("patch_embd"), n_(n), k_(k), wtype_(TensorType::F32), round_(round_input), file_type_(TensorType::F32) {
+  if (int64_t(w.size()) != n * k || int64_t(bias.size()) != n) throw Error("DenseLinear: weight/bias sizes do not match n x k");
+  jit::isa_paths(isa);
+  bias_ = std::move(bias);
+  bias_.resize(size_t(round_up(n_, 8)), 0.0f);
+  pack(w.data(), nullptr, threads);
+  build_kernels();
+}
+
+void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threads) {
+  const int es = wtype_ == TensorType::F32 ? 4 : 2;
+  w_.type = wtype_, w_.n = n_, w_.k = k_, w_.panel = 8;
+  w_.n_panels = round_up(n_, 8) / 8;
+  w_.block_bytes = 8 * es;
+  w_.panel_stride = k_ * 8 * es;
+  void* mem = std::aligned_alloc(64, size_t(round_up(w_.bytes(), 64)));
+  if (!mem) throw Error(name_ + ": out of memory packing the weight");
+  w_.data.reset(static_cast<uint8_t*>(mem));
+  jit::parallel_ranges(w_.n_panels, std::max(1, threads), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      uint8_t* dst = w_.data.get() + p * w_.panel_stride;
+      std::memset(dst, 0, size_t(w_.panel_stride));
+      for (int l = 0; l < 8 && p * 8 + l < n_; ++l) {
+        const int64_t row = p * 8 + l;
+        if (rows_f32) {
+          float* d = reinterpret_cast<float*>(dst);
+          for (int64_t kk = 0; kk < k_; ++kk) d[kk * 8 + l] = rows_f32[row * k_ + kk];
+        } else {
+          uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+          for (int64_t kk = 0; kk < k_; ++kk) d[kk * 8 + l] = rows_16[row * k_ + kk];
+        }
+      }
+    }
+  });
+}
+
+void DenseLinear::build_kernels() {
+  kc_ = choose_kc(k_);
+  fns_.assign(size_t(kMr * kNr * 2 * 3), nullptr);
+  for (int mr = 1; mr <= kMr; ++mr)
+    for (int nr = 1; nr <= kNr; ++nr)
+      for (int acc = 0; acc < 2; ++acc)
+        for (jit::Epilogue ep : {jit::Epilogue::Store, jit::Epilogue::Bias, jit::Epilogue::BiasResidual}) {
+          jit::KernelSpec s;
+          s.op = jit::Op::Dense, s.wtype = wtype_, s.atype = TensorType::F32, s.isa = jit::IsaPath::Avx2;
+          s.mr = mr, s.nr = nr, s.kc = int(kc_), s.k = k_, s.epilogue = ep, s.accumulate = acc != 0;
+          const jit::JitKernel& kern = jit::global_code_cache().get(s);
+          kern.require_runnable();
+          fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + size_t(acc)) * 3 + size_t(ep_index(ep))] = kern.as<jit::GemmFn>();
+        }
+}
+
+std::string DenseLinear::describe() const {
+  const char* t = file_type_ == TensorType::F16 ? "F16" : file_type_ == TensorType::BF16 ? "BF16" : file_type_ == TensorType::Q8_0 ? "Q8_0" : "F32";
+  const char* packed = wtype_ == TensorType::F16 ? "f16" : wtype_ == TensorType::BF16 ? "bf16" : "f32";
+  const char* in = round_ == TensorType::F16 ? "f16" : round_ == TensorType::BF16 ? "bf16" : "f32";
+  return name_ + " " + t + " [" + std::to_string(k_) + " x " + std::to_string(n_) + "] -> dense avx2 " + packed +
+         " panels, input " + in + ", mr=" + std::to_string(kMr) + " nr=" + std::to_string(kNr) + " kc=" + std::to_string(kc_);
+}
+
+void DenseLinear::prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {
+  const int64_t parts = std::min<int64_t>(m, int64_t(pool.size()) * 4);
+  pool.run(size_t(parts), [&](size_t t, int) {
+    const graph::Range r = graph::split_range(m, parts, int64_t(t));
+    for (int64_t i = r.begin; i < r.end; ++i) {
+      const float* src = x + i * ldx;
+      float* dst = xr + i * k_;
+      if (round_ == TensorType::F16) round_f16(src, dst, k_);
+      else if (round_ == TensorType::BF16) round_bf16(src, dst, k_);
+      else std::memcpy(dst, src, size_t(k_) * 4);
+    }
+  });
+}
+
+void DenseLinear::run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const float* xr, float* y, int64_t ldy,
+                           const float* res, int64_t ldr) const {
+  constexpr int kTailLd = kNr * 8;
+  alignas(32) float tail[kRowTile * kTailLd];
+  const int es = wtype_ == TensorType::F32 ? 4 : 2;
+  const jit::Epilogue final_ep = res ? jit::Epilogue::BiasResidual : jit::Epilogue::Bias;
+  const int64_t n_blocks = k_ / kc_;
+  for (int64_t kb = 0; kb < n_blocks; ++kb) {
+    const bool last = kb + 1 == n_blocks;
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t p0 = g * kNr;
+      const int nr = int(std::min<int64_t>(kNr, w_.n_panels - p0));
+      const int64_t c0 = p0 * 8;
+      // The group holding a partial last panel runs into a local tile (its 8-wide stores would
+      // pass the row's end); its residual is added when the valid columns are copied out.
+      const bool partial = c0 + nr * 8 > n_;
+      jit::GemmArgs a;
+      a.w = w_.panel_ptr(p0) + kb * kc_ * 8 * es;
+      a.w2 = reinterpret_cast<const uint8_t*>(bias_.data() + c0);
+      for (int64_t i = r0; i < r1; i += kMr) {
+        const int mr = int(std::min<int64_t>(kMr, r1 - i));
+        a.x = xr + i * k_ + kb * kc_;
+        a.ldx = k_ * 4;
+        if (partial) a.y = tail + (i - r0) * kTailLd, a.ldy = kTailLd * 4;
+        else a.y = y + i * ldy + c0, a.ldy = ldy * 4;
+        const jit::Epilogue ep = !last ? jit::Epilogue::Store : partial ? jit::Epilogue::Bias : final_ep;
+        if (ep == jit::Epilogue::BiasResidual) a.r = res + i * ldr + c0, a.ldr = ldr * 4;
+        kernel(mr, nr, kb > 0, ep)(&a);
+      }
+      if (partial && last)
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t c = c0; c < n_; ++c) {
+            const float v = tail[(i - r0) * kTailLd + (c - c0)];
+            y[i * ldy + c] = res ? v + res[i * ldr + c] : v;
+          }
+    }
+  }
+}
+
+void DenseLinear::matmul(graph::Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual,
+                         int64_t ldr) const {
+  if (m <= 0) return;
+  const int64_t n_groups = (w_.n_panels + kNr - 1) / kNr;
+  const int64_t n_rt = (m + kRowTile - 1) / kRowTile;
+  // Enough column chunks that every worker has several tasks even for one row tile.
+  const int64_t want = std::max<int64_t>(1, int64_t(pool.size()) * 4 / n_rt);
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(8, (n_groups + want - 1) / want));
+  const int64_t n_ct = (n_groups + chunk - 1) / chunk;
+  pool.run(size_t(n_rt * n_ct), [&](size_t t, int) {
+    const int64_t rt = int64_t(t) / n_ct, ct = int64_t(t) % n_ct;
+    run_tile(rt * kRowTile, std::min(m, (rt + 1) * kRowTile), ct * chunk, std::min(n_groups, (ct + 1) * chunk), xr, y, ldy,
+             residual, ldr);
+  });
+}
+
+}  // namespace ckjit::vision

@@ -1,0 +1,67 @@
+#pragma once
+// A float-weight matrix of the vision tower and its matmul y = W x + b (+ residual). At load the
+// weight (F16, BF16, F32, or Q8_0 dequantized losslessly to F32) is repacked once into 8-column
+// panels and the op=dense JIT kernels for its shape are emitted (every row/panel remainder,
+// first/continuing K block, each epilogue); the run has no branches on type or shape.
+// The input is prepared as llama.cpp's CPU backend does for the weight type (quants.md §8.8): rows
+// rounded to F16 for F16 weights, to BF16 for BF16 weights, kept for F32 / Q8_0 (llama.cpp
+// quantizes to Q8_0 there: a documented difference, measured in perf/RESULTS-vision.md).
+// Float order: one FMA chain per output over K (jit/dense_avx2_emitter.cpp): the result does not
+// depend on threads or tiling.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/workers.h"
+#include "jit/code_cache.h"
+#include "jit/kernel_args.h"
+#include "jit/packed_weights.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "topology/isa.h"
+
+namespace ckjit::vision {
+
+class DenseLinear {
+ public:
+  // w: [k, n] (ne order: ne[0] = k contiguous); bias: [n] F32. Error for other types or shapes.
+  DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads);
+  // From f32 rows (n rows of k) already in memory, e.g. the sum of the two temporal patch kernels;
+  // round_input: what llama.cpp rounds the input to (F16 for an F16 kernel, else F32 = none).
+  DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
+              const topo::Isa& isa, int threads);
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  TensorType input_type() const { return round_; }
+  std::string describe() const;
+
+  // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
+  void prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;
+  // y[r] = W xr[r] + b (+ residual[r]); xr dense m x k (from prepare), y rows ldy floats apart,
+  // residual rows ldr apart; residual may not alias y (y holds partial sums while K blocks run).
+  void matmul(graph::Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual = nullptr,
+              int64_t ldr = 0) const;
+
+ private:
+  void pack(const float* rows_f32, const uint16_t* rows_16, int threads);
+  void build_kernels();
+  jit::GemmFn kernel(int mr, int nr, bool acc, jit::Epilogue ep) const {
+    return fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + acc) * 3 + size_t(ep_index(ep))];
+  }
+  static int ep_index(jit::Epilogue ep) { return ep == jit::Epilogue::Store ? 0 : ep == jit::Epilogue::Bias ? 1 : 2; }
+  void run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const float* xr, float* y, int64_t ldy, const float* res,
+                int64_t ldr) const;
+
+  static constexpr int kMr = 4, kNr = 3;  // 12 accumulators + 3 weight registers + 1 broadcast
+  static constexpr int64_t kRowTile = 64;
+  std::string name_;
+  int64_t n_ = 0, k_ = 0, kc_ = 0;
+  TensorType wtype_ = TensorType::F16;  // packed type: F16, BF16 or F32
+  TensorType round_ = TensorType::F16;  // input rounding
+  TensorType file_type_ = TensorType::F16;
+  std::vector<float> bias_;             // n rounded up to a whole panel, zero-padded
+  jit::PackedWeights w_;
+  std::vector<jit::GemmFn> fns_;
+};
+
+}  // namespace ckjit::vision

@@ -1,0 +1,48 @@
+#include "vision/image_input.h"
+
+#include "runtime/error.h"
+#include "runtime/image/image.h"
+
+namespace ckjit::vision {
+namespace {
+
+PreparedImage finish(image::Rgb8 rgb, const std::string& name, const image::PreprocessParams& p) {
+  if (rgb.width < 2 || rgb.height < 2)
+    throw Error(name + ": the image is " + std::to_string(rgb.width) + " x " + std::to_string(rgb.height) +
+                " pixels, too small to read (at least 2 x 2)");
+  PreparedImage out;
+  out.name = name;
+  out.src_width = rgb.width, out.src_height = rgb.height;
+  try {
+    out.pixels = image::preprocess(rgb, p);
+  } catch (const Error& e) {
+    throw Error(name + ": " + e.what());
+  }
+  out.n_rows = out.pixels.plan.n_tokens(p.factor());
+  return out;
+}
+
+}  // namespace
+
+PreparedImage prepare_image(const std::string& path, const image::PreprocessParams& p) {
+  return finish(image::load(path), path, p);
+}
+
+PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name, const image::PreprocessParams& p) {
+  return finish(image::decode(bytes, name), name, p);
+}
+
+void check_pair(const VisionHparams& v, const std::string& mmproj_name, const graph::Hparams& text, const std::string& model_name) {
+  if (v.proj_dim != text.n_embd || v.n_deepstack() != text.n_deepstack)
+    throw Error(mmproj_name + ": its rows are " + std::to_string(v.proj_dim) + " x (1 + " + std::to_string(v.n_deepstack()) +
+                " deepstack) wide, but " + model_name + " needs n_embd x (1 + deepstack) = " + std::to_string(text.n_embd) +
+                " x (1 + " + std::to_string(text.n_deepstack) + "): the mmproj belongs to another model");
+}
+
+std::vector<graph::ImageRows> image_rows(const std::vector<ImageEmbedding>& images) {
+  std::vector<graph::ImageRows> out;
+  for (const auto& e : images) out.push_back({e.nx, e.ny, e.row_width, e.rows.data()});
+  return out;
+}
+
+}  // namespace ckjit::vision

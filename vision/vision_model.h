@@ -1,0 +1,65 @@
+#pragma once
+// The Qwen3-VL vision tower of an mmproj GGUF (spec/qwen3vl.md B.3): immutable after load, like
+// graph::TextModel. encode() turns one preprocessed image into its projector rows: patch embedding
+// (the two temporal kernels summed once at load), the interpolated position table, n_layer blocks
+// of LayerNorm / QKV / 2D RoPE / full attention / output / LayerNorm / GELU MLP, the deepstack
+// mergers after their layers, the main merger. Every matmul is a DenseLinear (JIT, repacked once).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/workers.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "runtime/image/preprocess.h"
+#include "topology/isa.h"
+#include "vision/dense_linear.h"
+#include "vision/vision_hparams.h"
+#include "vision/vision_ops.h"
+
+namespace ckjit::vision {
+
+// One image's projector output: ny x nx rows (raster order of the merged grid) of row_width floats,
+// [main (D) | deepstack 0 .. n-1 (D each)] — the layout of the peer's --dump-embd.
+struct ImageEmbedding {
+  int nx = 0, ny = 0;
+  int64_t row_width = 0;
+  std::vector<float> rows;
+  int64_t n_rows() const { return int64_t(nx) * ny; }
+};
+
+class VisionModel {
+ public:
+  VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, graph::Workers& pool);
+  ~VisionModel();
+
+  const VisionHparams& hparams() const { return hp_; }
+  // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.
+  image::PreprocessParams preprocess_params(int64_t min_tokens, int64_t max_tokens) const;
+  // Error for a canvas that is not a whole number of merged patches.
+  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px) const;
+  std::vector<std::string> describe() const;
+
+ private:
+  struct Layer {
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    std::unique_ptr<DenseLinear> qkv, out, up, down;
+  };
+  struct Merger {
+    const float *norm_w, *norm_b;  // over C (main merger: post_ln, before grouping) or 4C (deepstack)
+    std::unique_ptr<DenseLinear> fc1, fc2;
+  };
+  void merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n, float* out,
+             int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h) const;
+
+  VisionHparams hp_;
+  std::unique_ptr<DenseLinear> patch_;
+  std::vector<float> pos_;  // pos_side^2 x C
+  std::vector<Layer> layers_;
+  Merger main_;
+  std::vector<Merger> deepstack_;      // in hp_.deepstack_layers order
+  std::vector<int> deepstack_of_layer_;  // per layer: index into deepstack_, or -1
+  GeluTable gelu_;
+};
+
+}  // namespace ckjit::vision

@@ -1,0 +1,66 @@
+#pragma once
+// The element-wise and attention ops of the vision tower (spec/qwen3vl.md B.3-B.5), one
+// implementation each with one float order on every CPU (AVX2 + FMA + F16C is the floor; none of
+// these ops dominates the encode time the way the matmuls and the attention products do).
+#include <cstdint>
+#include <vector>
+
+#include "graph/workers.h"
+
+namespace ckjit::vision {
+
+// ggml's norm + mul + add: mean and variance summed in double, y = ((x - mean) * (1/sqrtf(var + eps))) * w + b.
+// rows of n floats, x rows ldx apart, y rows ldy apart; y may alias x.
+void layer_norm_rows(graph::Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
+                     const float* w, const float* b, float eps);
+
+// tanh-GELU as llama.cpp's CPU backend computes it: x rounded to f16 and looked up in a table of
+// f16(gelu(x)); x <= -10 gives 0, x >= 10 gives x. In place over rows of n floats (ld apart).
+class GeluTable {
+ public:
+  GeluTable();
+  void apply(graph::Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const;
+  float operator()(float x) const;
+
+ private:
+  std::vector<float> table_;  // 65536 entries, indexed by the f16 bits of x
+};
+
+// The 2D rotary embedding of the vision heads (B.4) for a grid of gh x gw patches in merge order:
+// pair (j, j + dh/2) of each head turns by row * w_j (j < dh/4) or col * w_{j - dh/4}, with
+// w_m = 10000^(-4m/dh). cos/sin tables: n rows of dh/2 (double-precision angles, rounded once).
+struct Rope2d {
+  int64_t head_dim = 0, n = 0;
+  std::vector<float> cos, sin;
+  Rope2d(int64_t gh, int64_t gw, int64_t head_dim);
+  // Rotates n rows of n_head heads (row stride ld floats) in place.
+  void apply(graph::Workers& pool, float* x, int64_t ld, int64_t n_head) const;
+};
+
+// Position of patch (py, px) of a gh x gw grid in merge order: 2 x 2 blocks in raster order, and
+// (0,0), (0,1), (1,0), (1,1) inside a block.
+inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
+  return ((py / 2) * (gw / 2) + px / 2) * 4 + (py % 2) * 2 + (px % 2);
+}
+
+// Full (non-causal) attention of n patches, each head separately, q/k/v read from the qkv rows
+// (row stride ld floats: Q at 0, K at C, V at 2C; head h at h * dh), out: n rows of C (ldo apart).
+// q, k and v are rounded to f16 first (llama.cpp's flash attention casts K and V to F16 and
+// multiplies F16 queries); tiles of 32 queries x 256 keys with an online softmax, so no n x n
+// score matrix exists. The tiling is fixed (not per thread): same result for any thread count.
+struct AttentionScratch;
+class VisionAttention {
+ public:
+  VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads);
+  ~VisionAttention();
+  void run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
+
+ private:
+  int64_t n_, n_head_, dh_, n_pad_;
+  mutable std::vector<float> kt_;   // per head: dh x n_pad (keys transposed, f16-rounded, zero-padded)
+  mutable std::vector<float> v_;    // per head: n_pad x dh
+  mutable std::vector<float> scratch_;
+  int64_t scratch_per_worker_ = 0;
+};
+
+}  // namespace ckjit::vision
