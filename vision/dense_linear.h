@@ -21,6 +21,10 @@
 
 namespace ckjit::vision {
 
+// The op=dense micro-tile kernel for mr rows x nr panels over kc elements of a K of k (the panel
+// stride), from the code cache; Error if it cannot run here.
+jit::GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, jit::Epilogue ep);
+
 class DenseLinear {
  public:
   // w: [k, n] (ne order: ne[0] = k contiguous); bias: [n] F32. Error for other types or shapes.

@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/dense_linear.h"
 
 namespace ckjit::vision {
 namespace {
@@ -125,7 +126,8 @@ void Rope2d::apply(graph::Workers& pool, float* x, int64_t ld, int64_t n_head) c
 // ---- attention ----
 namespace {
 
-constexpr int64_t kTq = 32, kTk = 256;
+constexpr int64_t kTq = 32, kTk = 128;
+constexpr int kMr = 4, kNr = 3;
 
 // exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs below -88 give 0.
 __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
@@ -158,117 +160,26 @@ __attribute__((target("avx2"))) inline float hmax8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Scores of R query rows (q rows ldq apart) x 16 keys (kt: dh rows of ldk floats): one FMA chain
-// over d per score, then * scale.
-template <int R>
-__attribute__((target("avx2,fma"))) inline void scores_rx16(const float* q, int64_t ldq, const float* kt, int64_t ldk,
-                                                              int64_t dh, float scale, float* s, int64_t lds) {
-  __m256 a0[R], a1[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) a0[r] = _mm256_setzero_ps(), a1[r] = _mm256_setzero_ps();
-  for (int64_t d = 0; d < dh; ++d) {
-    const __m256 k0 = _mm256_loadu_ps(kt + d * ldk), k1 = _mm256_loadu_ps(kt + d * ldk + 8);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m256 b = _mm256_broadcast_ss(q + r * ldq + d);
-      a0[r] = _mm256_fmadd_ps(b, k0, a0[r]);
-      a1[r] = _mm256_fmadd_ps(b, k1, a1[r]);
-    }
+// Online-softmax step of one score row s (nk raw dot products, `valid` of them real keys): scaled
+// by `scale`, folded into the running max m and sum l; s becomes exp(s * scale - m). Returns alpha,
+// the factor the row's earlier output must be multiplied by.
+__attribute__((target("avx2,fma"))) float softmax_step(float* s, int64_t nk, int64_t valid, float scale, float& m, float& l) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t j = valid; j < nk; ++j) s[j] = ninf;
+  __m256 mx = _mm256_loadu_ps(s);
+  for (int64_t j = 8; j < nk; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+  const float m_new = std::max(m, hmax8(mx) * scale);  // scale > 0: the max of the scaled scores
+  const float alpha = m == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
+  const __m256 mv = _mm256_set1_ps(m_new), sc = _mm256_set1_ps(scale);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < nk; j += 8) {
+    const __m256 p = exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), sc, mv));
+    _mm256_storeu_ps(s + j, p);
+    sum = _mm256_add_ps(sum, p);
   }
-  const __m256 sc = _mm256_set1_ps(scale);
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(s + r * lds, _mm256_mul_ps(a0[r], sc));
-    _mm256_storeu_ps(s + r * lds + 8, _mm256_mul_ps(a1[r], sc));
-  }
-}
-
-// O[r][c0 .. c0 + 8W) += sum_j p[r][j] * v[j][c0 ..] for R rows, nk keys, in increasing j.
-template <int R, int W>
-__attribute__((target("avx2,fma"))) inline void pv_block(const float* p, int64_t ldp, const float* v, int64_t dh, int64_t nk,
-                                                           float* o, int64_t ldo, int64_t c0) {
-  __m256 acc[R][W];
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) acc[r][w] = _mm256_loadu_ps(o + r * ldo + c0 + 8 * w);
-  for (int64_t j = 0; j < nk; ++j) {
-    __m256 vv[W];
-#pragma GCC unroll 4
-    for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(v + j * dh + c0 + 8 * w);
-#pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) {
-      const __m256 b = _mm256_broadcast_ss(p + r * ldp + j);
-#pragma GCC unroll 4
-      for (int w = 0; w < W; ++w) acc[r][w] = _mm256_fmadd_ps(b, vv[w], acc[r][w]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) _mm256_storeu_ps(o + r * ldo + c0 + 8 * w, acc[r][w]);
-}
-
-template <int R>
-__attribute__((target("avx2,fma"))) void pv_rows(const float* p, int64_t ldp, const float* v, int64_t dh, int64_t nk, float* o,
-                                                 int64_t ldo) {
-  int64_t c = 0;
-  for (; c + 32 <= dh; c += 32) pv_block<R, 4>(p, ldp, v, dh, nk, o, ldo, c);
-  for (; c < dh; c += 8) pv_block<R, 1>(p, ldp, v, dh, nk, o, ldo, c);
-}
-
-__attribute__((target("avx2,fma"))) void attend_tile(const float* q, int64_t ldq, int64_t rows, const float* kt, const float* v,
-                                                     int64_t n, int64_t n_pad, int64_t dh, float* out, int64_t ldo, float* scratch) {
-  float* S = scratch;                 // kTq x kTk
-  float* O = S + kTq * kTk;           // kTq x dh
-  float* M = O + kTq * dh;            // kTq
-  float* L = M + kTq;                 // kTq
-  std::fill(O, O + kTq * dh, 0.0f);
-  std::fill(M, M + kTq, -std::numeric_limits<float>::infinity());
-  std::fill(L, L + kTq, 0.0f);
-  const float scale = 1.0f / std::sqrt(float(dh));
-  for (int64_t kb = 0; kb < n_pad; kb += kTk) {
-    const int64_t nk = std::min(kTk, n_pad - kb);
-    for (int64_t r = 0; r < rows; r += 4) {
-      const int64_t R = std::min<int64_t>(4, rows - r);
-      for (int64_t j = 0; j < nk; j += 16) {
-        const float* kp = kt + kb + j;
-        float* sp = S + r * kTk + j;
-        switch (R) {
-          case 4: scores_rx16<4>(q + r * ldq, ldq, kp, n_pad, dh, scale, sp, kTk); break;
-          case 3: scores_rx16<3>(q + r * ldq, ldq, kp, n_pad, dh, scale, sp, kTk); break;
-          case 2: scores_rx16<2>(q + r * ldq, ldq, kp, n_pad, dh, scale, sp, kTk); break;
-          default: scores_rx16<1>(q + r * ldq, ldq, kp, n_pad, dh, scale, sp, kTk); break;
-        }
-      }
-    }
-    const int64_t valid = std::min(nk, n - kb);  // keys past n are padding
-    for (int64_t r = 0; r < rows; ++r) {
-      float* s = S + r * kTk;
-      for (int64_t j = valid; j < nk; ++j) s[j] = -std::numeric_limits<float>::infinity();
-      __m256 mx = _mm256_loadu_ps(s);
-      for (int64_t j = 8; j < nk; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-      const float m_new = std::max(M[r], hmax8(mx));
-      const float alpha = M[r] == -std::numeric_limits<float>::infinity() ? 0.0f
-                          : _mm256_cvtss_f32(exp8(_mm256_set1_ps(M[r] - m_new)));
-      const __m256 mv = _mm256_set1_ps(m_new);
-      __m256 sum = _mm256_setzero_ps();
-      for (int64_t j = 0; j < nk; j += 8) {
-        const __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
-        _mm256_storeu_ps(s + j, p);
-        sum = _mm256_add_ps(sum, p);
-      }
-      L[r] = L[r] * alpha + hsum8(sum);
-      M[r] = m_new;
-      if (kb > 0) {
-        const __m256 av = _mm256_set1_ps(alpha);
-        for (int64_t d = 0; d < dh; d += 8) _mm256_storeu_ps(O + r * dh + d, _mm256_mul_ps(_mm256_loadu_ps(O + r * dh + d), av));
-      }
-    }
-    const float* vb = v + kb * dh;
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) pv_rows<2>(S + r * kTk, kTk, vb, dh, nk, O + r * dh, dh);
-    if (r < rows) pv_rows<1>(S + r * kTk, kTk, vb, dh, nk, O + r * dh, dh);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float inv = 1.0f / L[r];
-    for (int64_t d = 0; d < dh; ++d) out[r * ldo + d] = O[r * dh + d] * inv;
-  }
+  l = l * alpha + hsum8(sum);
+  m = m_new;
+  return alpha;
 }
 
 __attribute__((target("avx2,f16c"))) void round_f16_inplace(float* x, int64_t n) {
@@ -278,18 +189,79 @@ __attribute__((target("avx2,f16c"))) void round_f16_inplace(float* x, int64_t n)
   for (; i < n; ++i) x[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
 }
 
+void call(const void* fn, const jit::GemmArgs& a) { reinterpret_cast<jit::GemmFn>(const_cast<void*>(fn))(&a); }
+
 }  // namespace
 
 VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads)
-    : n_(n), n_head_(n_head), dh_(head_dim), n_pad_(round_up(n, 16)) {
+    : n_(n), n_head_(n_head), dh_(head_dim), n_pad_(round_up(n, 8)) {
   if (head_dim % 8 != 0) throw Error("vision attention: head dim must be a multiple of 8");
-  kt_.assign(size_t(n_head_ * dh_ * n_pad_), 0.0f);
-  v_.assign(size_t(n_head_ * n_pad_ * dh_), 0.0f);
+  kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0);
+  vp_.assign(size_t(n_head_ * n_pad_ * dh_), 0);
   scratch_per_worker_ = kTq * kTk + kTq * dh_ + 2 * kTq;
   scratch_.assign(size_t(scratch_per_worker_ * std::max(1, threads)), 0.0f);
+  const int64_t last_nk = n_pad_ % kTk ? n_pad_ % kTk : kTk;
+  for (int mr = 1; mr <= kMr; ++mr)
+    for (int nr = 1; nr <= kNr; ++nr)
+      score_fns_.push_back(reinterpret_cast<const void*>(dense_kernel(TensorType::F16, mr, nr, dh_, dh_, false, jit::Epilogue::Store)));
+  for (int64_t nk : {std::min(kTk, n_pad_), last_nk})
+    for (int mr = 1; mr <= kMr; ++mr)
+      for (int nr = 1; nr <= kNr; ++nr)
+        pv_fns_.push_back(reinterpret_cast<const void*>(dense_kernel(TensorType::F16, mr, nr, nk, n_pad_, true, jit::Epilogue::Store)));
 }
 
 VisionAttention::~VisionAttention() = default;
+
+void VisionAttention::attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp,
+                                  float* out, int64_t ldo, float* scratch) const {
+  float* S = scratch;          // kTq x kTk
+  float* O = S + kTq * kTk;    // kTq x dh
+  float* M = O + kTq * dh_;
+  float* L = M + kTq;
+  std::fill(O, O + kTq * dh_, 0.0f);
+  std::fill(M, M + kTq, -std::numeric_limits<float>::infinity());
+  std::fill(L, L + kTq, 0.0f);
+  const float scale = 1.0f / std::sqrt(float(dh_));
+  const int64_t dpanels = dh_ / 8;
+  jit::GemmArgs a;
+  for (int64_t kb = 0; kb < n_pad_; kb += kTk) {
+    const int64_t nk = std::min(kTk, n_pad_ - kb), kpanels = nk / 8;
+    const bool last = kb + kTk >= n_pad_ && n_pad_ % kTk;
+    // S = Q K^T: key panels are the "weights" (dh x 8 each).
+    for (int64_t r = 0; r < rows; r += kMr) {
+      const int mr = int(std::min<int64_t>(kMr, rows - r));
+      for (int64_t p = 0; p < kpanels; p += kNr) {
+        const int nr = int(std::min<int64_t>(kNr, kpanels - p));
+        a.w = reinterpret_cast<const uint8_t*>(kp + (kb / 8 + p) * dh_ * 8);
+        a.x = q + r * ldq, a.ldx = ldq * 4;
+        a.y = S + r * kTk + p * 8, a.ldy = kTk * 4;
+        call(score_fns_[size_t((mr - 1) * kNr + nr - 1)], a);
+      }
+    }
+    const int64_t valid = std::min(nk, n_ - kb);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float alpha = softmax_step(S + r * kTk, nk, valid, scale, M[r], L[r]);
+      if (kb > 0)
+        for (int64_t d = 0; d < dh_; ++d) O[r * dh_ + d] *= alpha;
+    }
+    // O += P V: value panels (8 dims x all keys) are the "weights"; the chain continues in O.
+    const size_t pv0 = last ? size_t(kMr * kNr) : 0;
+    for (int64_t r = 0; r < rows; r += kMr) {
+      const int mr = int(std::min<int64_t>(kMr, rows - r));
+      for (int64_t p = 0; p < dpanels; p += kNr) {
+        const int nr = int(std::min<int64_t>(kNr, dpanels - p));
+        a.w = reinterpret_cast<const uint8_t*>(vp + p * n_pad_ * 8 + kb * 8);
+        a.x = S + r * kTk, a.ldx = kTk * 4;
+        a.y = O + r * dh_ + p * 8, a.ldy = dh_ * 4;
+        call(pv_fns_[pv0 + size_t((mr - 1) * kNr + nr - 1)], a);
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float inv = 1.0f / L[r];
+    for (int64_t d = 0; d < dh_; ++d) out[r * ldo + d] = O[r * dh_ + d] * inv;
+  }
+}
 
 void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
   const int64_t C = n_head_ * dh_;
@@ -297,15 +269,18 @@ void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* o
   for_rows(pool, n_, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) round_f16_inplace(qkv + r * ld, 3 * C);
   });
-  // Keys transposed per head (dh x n_pad) and values per head (n_pad x dh); padding stays zero.
+  // Keys and values per head into f16 panels (exact: the values are f16 already); padding stays 0.
   for_rows(pool, n_head_, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
-      float* kt = kt_.data() + h * dh_ * n_pad_;
-      float* v = v_.data() + h * n_pad_ * dh_;
+      uint16_t* kp = kp_.data() + h * dh_ * n_pad_;
+      uint16_t* vp = vp_.data() + h * n_pad_ * dh_;
       for (int64_t j = 0; j < n_; ++j) {
-        const float* row = qkv + j * ld;
-        for (int64_t d = 0; d < dh_; ++d) kt[d * n_pad_ + j] = row[C + h * dh_ + d];
-        std::memcpy(v + j * dh_, row + 2 * C + h * dh_, size_t(dh_) * 4);
+        const float* kr = qkv + j * ld + C + h * dh_;
+        const float* vr = qkv + j * ld + 2 * C + h * dh_;
+        for (int64_t d = 0; d < dh_; ++d) {
+          kp[((j / 8) * dh_ + d) * 8 + j % 8] = quant::f32_to_f16(kr[d]);
+          vp[((d / 8) * n_pad_ + j) * 8 + d % 8] = quant::f32_to_f16(vr[d]);
+        }
       }
     }
   });
@@ -313,7 +288,7 @@ void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* o
   pool.run(size_t(n_head_ * n_qt), [&](size_t t, int worker) {
     const int64_t h = int64_t(t) / n_qt, qt = int64_t(t) % n_qt;
     const int64_t q0 = qt * kTq, rows = std::min(kTq, n_ - q0);
-    attend_tile(qkv + q0 * ld + h * dh_, ld, rows, kt_.data() + h * dh_ * n_pad_, v_.data() + h * n_pad_ * dh_, n_, n_pad_, dh_,
+    attend_tile(qkv + q0 * ld + h * dh_, ld, rows, kp_.data() + h * dh_ * n_pad_, vp_.data() + h * n_pad_ * dh_,
                 out + q0 * ldo + h * dh_, ldo, scratch_.data() + worker * scratch_per_worker_);
   });
 }

@@ -46,9 +46,11 @@ inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
 // Full (non-causal) attention of n patches, each head separately, q/k/v read from the qkv rows
 // (row stride ld floats: Q at 0, K at C, V at 2C; head h at h * dh), out: n rows of C (ldo apart).
 // q, k and v are rounded to f16 first (llama.cpp's flash attention casts K and V to F16 and
-// multiplies F16 queries); tiles of 32 queries x 256 keys with an online softmax, so no n x n
-// score matrix exists. The tiling is fixed (not per thread): same result for any thread count.
-struct AttentionScratch;
+// multiplies F16 queries). Tiles of 32 queries x 128 keys with an online softmax, so no n x n
+// score matrix exists; both products are op=dense JIT tiles (keys and values repacked per head
+// into f16 panels): S = Q K^T (one FMA chain over d per score, then * 1/sqrt(dh)) and
+// O = alpha O + P V (one chain over the keys per output, continued across key blocks after the
+// rescale). The tiling is fixed, not per thread: same result for any thread count.
 class VisionAttention {
  public:
   VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads);
@@ -56,11 +58,16 @@ class VisionAttention {
   void run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
 
  private:
+  void attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp, float* out,
+                   int64_t ldo, float* scratch) const;
+  using Fn = void (*)(const void*);
   int64_t n_, n_head_, dh_, n_pad_;
-  mutable std::vector<float> kt_;   // per head: dh x n_pad (keys transposed, f16-rounded, zero-padded)
-  mutable std::vector<float> v_;    // per head: n_pad x dh
+  mutable std::vector<uint16_t> kp_;  // per head: n_pad/8 panels of dh x 8 keys (f16)
+  mutable std::vector<uint16_t> vp_;  // per head: dh/8 panels of n_pad x 8 values (f16)
   mutable std::vector<float> scratch_;
   int64_t scratch_per_worker_ = 0;
+  std::vector<const void*> score_fns_;  // [mr-1][nr-1]
+  std::vector<const void*> pv_fns_;     // [last block][mr-1][nr-1]
 };
 
 }  // namespace ckjit::vision

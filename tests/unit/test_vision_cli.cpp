@@ -1,0 +1,142 @@
+// `ckjit run --mmproj --image` end to end on a synthesized tiny pair, and the bad inputs of the
+// image path: each gives a clear message naming the file and the problem and a non-zero exit.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tests/unit/cli_run.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+struct Pair {
+  fs::path dir, model, mmproj, other_mmproj;
+  fs::path image(const char* name) const { return fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / name; }
+};
+
+const Pair& pair() {
+  static Pair p = [] {
+    Pair x;
+    x.dir = fs::temp_directory_path() / ("ckjit_vision_cli_" + std::to_string(::getpid()));
+    fs::create_directories(x.dir);
+    run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
+    run_ckjit("synth -q --preset tiny --seed 4 --embd 512 --name wide --out " + q(x.dir));
+    x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
+    x.other_mmproj = x.dir / "mmproj-wide-f16.gguf";
+    return x;
+  }();
+  return p;
+}
+
+std::vector<char> bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const fs::path& p, const std::vector<char>& b) { std::ofstream(p, std::ios::binary).write(b.data(), long(b.size())); }
+
+std::string run_args(const Pair& p, const std::string& images, const std::string& extra = "") {
+  return "run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " " + images + " -p Describe -n 2 " + extra;
+}
+
+}  // namespace
+
+TEST_SUITE("vision") {
+
+TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair, rows dumped in the peer's layout") {
+  const Pair& p = pair();
+  REQUIRE(fs::exists(p.mmproj));
+  const fs::path dump = p.dir / "rows.f32";
+  CliResult r = run_ckjit(run_args(p, "--image " + q(p.image("square-64.png")), "--report --dump-embd " + q(dump)));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("bridge: image rows 1-") != std::string::npos);
+  CHECK(r.output.find("phases: load") != std::string::npos);
+  CHECK(r.output.find("image encode") != std::string::npos);
+  // 64 x 64 -> 96 x 96 canvas (llama.cpp's minimum of 8 rows) -> 3 x 3 = 9 rows of 256 x (1 + 3).
+  CHECK(r.output.find("9 rows") != std::string::npos);
+  CHECK(fs::file_size(dump) == 9u * 256u * 4u * 4u);
+
+  // Two images at markers inside a chat turn: two image segments, in order.
+  CliResult two = run_ckjit("run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --image " + q(p.image("wide-200x48.png")) +
+                            " --image " + q(p.image("grey-96x80.png")) + " --chat -p 'A <__media__> and B <__media__>?' -n 1 --report");
+  INFO(two.output);
+  CHECK(two.status == 0);
+  const size_t first = two.output.find("bridge: image rows"), second = two.output.find("bridge: image rows", first + 1);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  // Q8_0 mmproj: the same pipeline.
+  run_ckjit("synth -q --preset tiny --seed 3 --mmproj-type q8_0 --name t8 --out " + q(p.dir));
+  CliResult q8 = run_ckjit("run -m " + q(p.model) + " --mmproj " + q(p.dir / "mmproj-t8-q8_0.gguf") + " --image " +
+                           q(p.image("tall-40x150.png")) + " -p x -n 1");
+  INFO(q8.output);
+  CHECK(q8.status == 0);
+}
+
+TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exit") {
+  const Pair& p = pair();
+  auto expect = [&](const std::string& args, const std::string& message) {
+    CliResult r = run_ckjit(args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status > 0);  // exited, not crashed
+    CHECK(r.output.find(message) != std::string::npos);
+  };
+  SUBCASE("a truncated PNG") {
+    std::vector<char> b = bytes_of(p.image("square-64.png"));
+    b.resize(b.size() / 2);
+    write(p.dir / "cut.png", b);
+    expect(run_args(p, "--image " + q(p.dir / "cut.png")), "cut.png");
+  }
+  SUBCASE("a corrupt file") {
+    write(p.dir / "junk.jpg", std::vector<char>(100, 'x'));
+    expect(run_args(p, "--image " + q(p.dir / "junk.jpg")), "junk.jpg: not a PNG, JPEG or BMP");
+  }
+  SUBCASE("a 1 x 1 image") {
+    // A 24-bit BMP with one pixel.
+    std::vector<char> b = {'B', 'M', 58, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0, 40, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 24, 0,
+                           0, 0, 0, 0, 4, 0, 0, 0, 0x13, 0x0b, 0, 0, 0x13, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 20, 30, 0};
+    write(p.dir / "dot.bmp", b);
+    expect(run_args(p, "--image " + q(p.dir / "dot.bmp")), "dot.bmp: the image is 1 x 1 pixels, too small");
+  }
+  SUBCASE("a header claiming 30000 x 30000") {
+    std::vector<char> b = bytes_of(p.image("square-64.png"));
+    const char be[4] = {0, 0, char(0x75), char(0x30)};  // 30000 big-endian
+    std::copy(be, be + 4, b.begin() + 16);
+    std::copy(be, be + 4, b.begin() + 20);
+    write(p.dir / "bomb.png", b);
+    expect(run_args(p, "--image " + q(p.dir / "bomb.png")), "claims 30000 x 30000");
+  }
+  SUBCASE("a missing image") { expect(run_args(p, "--image " + q(p.dir / "none.png")), "none.png"); }
+  SUBCASE("an mmproj of another architecture") {
+    expect("run -m " + q(p.model) + " --mmproj " + q(p.model) + " --image " + q(p.image("square-64.png")) + " -p x",
+           "is not an mmproj");
+  }
+  SUBCASE("an mmproj whose rows do not fit the text model") {
+    expect("run -m " + q(p.model) + " --mmproj " + q(p.other_mmproj) + " --image " + q(p.image("square-64.png")) + " -p x",
+           "belongs to another model");
+  }
+  SUBCASE("more image rows than the context") {
+    expect(run_args(p, "--image " + q(p.image("square-64.png")), "-c 8"), "more than the context");
+  }
+  SUBCASE("more markers than images") {
+    expect("run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --image " + q(p.image("square-64.png")) +
+               " -p 'a <__media__> b <__media__>'",
+           "markers for 1 images");
+  }
+  SUBCASE("a bad token budget") {
+    expect(run_args(p, "--image " + q(p.image("square-64.png")), "--image-min-tokens 50 --image-max-tokens 10"),
+           "--image-min-tokens");
+  }
+}
+
+}  // TEST_SUITE
