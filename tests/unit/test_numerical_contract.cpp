@@ -79,3 +79,42 @@ TEST_CASE("numerical contract: --dump-logits is byte-identical across ISA caps a
   fs::remove_all(dir);
 }
 }
+
+TEST_SUITE("vision") {
+TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after them are byte-identical across caps and threads") {
+  const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_v_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  REQUIRE(run_ckjit("synth -q --preset tiny --seed 8 --name v --out '" + dir.string() + "'").status == 0);
+  std::ofstream(dir / "forced.txt") << "11 2000 35 9 151";
+  const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "resize-333x117.png";
+  const topo::Isa cpu = topo::detect_isa();
+  std::vector<std::string> caps;
+  for (jit::IsaPath p : {jit::IsaPath::Avx2, jit::IsaPath::AvxVnni, jit::IsaPath::Avx512, jit::IsaPath::Amx}) {
+    if (jit::isa_runs(p, cpu)) caps.push_back(jit::isa_name(p));
+    else MESSAGE("CKJIT_MAX_ISA=" << jit::isa_name(p) << " not compared: this CPU lacks it");
+  }
+  std::string first_rows, first_logits, first_name;
+  for (const std::string& cap : caps)
+    for (int t : {1, 2, 3}) {
+      const std::string name = "cap " + cap + ", " + std::to_string(t) + " threads";
+      CAPTURE(name);
+      CliResult r = run_ckjit("run -m '" + (dir / "v-Q4_K_M.gguf").string() + "' --mmproj '" + (dir / "mmproj-v-f16.gguf").string() +
+                                  "' --image '" + img.string() + "' -p 'What does it say?' --force '" + (dir / "forced.txt").string() +
+                                  "' --dump-embd '" + (dir / "rows.f32").string() + "' --dump-logits '" + (dir / "lg.f32").string() +
+                                  "' -t " + std::to_string(t),
+                              "CKJIT_MAX_ISA=" + cap);
+      REQUIRE_MESSAGE(r.status == 0, r.output);
+      const std::string rows = slurp(dir / "rows.f32"), logits = slurp(dir / "lg.f32");
+      REQUIRE(logits.size() == 5u * 151936u * 4u);
+      REQUIRE(rows.size() % (256u * 4u * 4u) == 0);
+      if (first_rows.empty()) {
+        first_rows = rows, first_logits = logits, first_name = name;
+        continue;
+      }
+      CAPTURE(first_name);
+      CHECK(rows == first_rows);
+      CHECK(logits == first_logits);
+    }
+  fs::remove_all(dir);
+}
+}  // TEST_SUITE

@@ -52,7 +52,7 @@ std::string run_args(const Pair& p, const std::string& images, const std::string
 
 TEST_SUITE("vision") {
 
-TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair, rows dumped in the peer's layout") {
+TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair / rows dumped in the peer's layout") {
   const Pair& p = pair();
   REQUIRE(fs::exists(p.mmproj));
   const fs::path dump = p.dir / "rows.f32";

@@ -35,7 +35,7 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 
 TEST_SUITE("vision") {
 
-TEST_CASE("op=dense kernel: bit-identical to its scalar twin for every type, block, epilogue") {
+TEST_CASE("op=dense kernel: bit-identical to its scalar twin for every type / block / epilogue") {
   using jit::Epilogue;
   int checked = 0;
   for (TensorType wt : {TensorType::F16, TensorType::BF16, TensorType::F32})
@@ -91,7 +91,7 @@ TEST_CASE("op=dense specs: bad blocks and types are refused") {
   bad("op=gemm,w=q4_K,a=q8_K,isa=avx2,mr=4,nr=1,k=256,acc=1");          // acc is dense-only
 }
 
-TEST_CASE("DenseLinear: the documented float order, whatever the threads, tiles, K blocks and column tail") {
+TEST_CASE("DenseLinear: the documented float order / whatever the threads / tiles / K blocks and column tail") {
   // n = 37 (a partial last panel), k = 1500 (two K blocks of 750), m = 70 (past one 64-row tile).
   const int64_t n = 37, k = 1500, m = 70;
   const auto w = randn(size_t(n * k), 1, 0.05f);
@@ -126,7 +126,7 @@ TEST_CASE("DenseLinear: the documented float order, whatever the threads, tiles,
   }
 }
 
-TEST_CASE("VisionAttention: close to a double-precision softmax, same bits for any thread count") {
+TEST_CASE("VisionAttention: close to a double-precision softmax / same bits for any thread count") {
   // n = 301 patches (padded keys, a short last key block, a partial query tile), 3 heads of 72.
   const int64_t n = 301, H = 3, dh = 72, C = H * dh, ld = 3 * C + 4;
   auto qkv = randn(size_t(n * ld), 21, 0.5f);
@@ -161,7 +161,7 @@ TEST_CASE("VisionAttention: close to a double-precision softmax, same bits for a
   CHECK(worst < 2e-5);
 }
 
-TEST_CASE("vision ops: LayerNorm, GELU table, 2D RoPE, merge order") {
+TEST_CASE("vision ops: LayerNorm / GELU table / 2D RoPE / merge order") {
   graph::Workers pool(2);
   const int64_t n = 100;
   auto x = randn(size_t(3 * n), 31, 3.0f);
