@@ -145,6 +145,10 @@ int synth_main(const std::vector<std::string>& args) {
     if (vm.count(key)) field = value;
   };
   set("head-dim", head_dim, dims.text.head_dim);
+  if (vm.count("head-dim")) {  // M-RoPE sections in the proportions of the real [24, 20, 20, 0] over 64 pairs
+    const int32_t half = int32_t(dims.text.head_dim / 2);
+    dims.text.rope_sections = {half * 24 / 64, half * 20 / 64, half * 20 / 64, 0};
+  }
   set("layers", layers, dims.text.n_layer);
   set("embd", embd, dims.text.n_embd);
   set("ff", ff, dims.text.n_ff);

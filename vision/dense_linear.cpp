@@ -49,8 +49,7 @@ DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias
     : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
   if (w.ne[2] != 1 || w.ne[3] != 1 || n_ < 1 || k_ < 1) throw Error(name_ + ": not a matrix (" + w.shape_string() + ")");
   if (bias.type.type != TensorType::F32 || bias.n_elements != n_) throw Error(std::string(bias.name) + ": bias must be F32 [" + std::to_string(n_) + "]");
-  (void)isa;  // the dense kernels have one path, avx2 (jit::isa_paths throws below it)
-  jit::isa_paths(isa);
+  jit::isa_paths(isa);  // the dense kernels have one path, avx2: this throws below it
   switch (file_type_) {
     case TensorType::F16: wtype_ = round_ = TensorType::F16; break;
     case TensorType::BF16: wtype_ = round_ = TensorType::BF16; break;

@@ -60,7 +60,6 @@ class VisionAttention {
  private:
   void attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp, float* out,
                    int64_t ldo, float* scratch) const;
-  using Fn = void (*)(const void*);
   int64_t n_, n_head_, dh_, n_pad_;
   mutable std::vector<uint16_t> kp_;  // per head: n_pad/8 panels of dh x 8 keys (f16)
   mutable std::vector<uint16_t> vp_;  // per head: dh/8 panels of n_pad x 8 values (f16)
