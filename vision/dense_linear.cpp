@@ -69,13 +69,21 @@ DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias
 }
 
 DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
-                         const topo::Isa& isa, int threads)
-    : name_("patch_embd"), n_(n), k_(k), wtype_(TensorType::F32), round_(round_input), file_type_(TensorType::F32) {
+                         const topo::Isa& isa, int threads, TensorType packed)
+    : name_("patch_embd"), n_(n), k_(k), wtype_(packed), round_(round_input), file_type_(packed) {
   if (int64_t(w.size()) != n * k || int64_t(bias.size()) != n) throw Error("DenseLinear: weight/bias sizes do not match n x k");
+  if (packed != TensorType::F32 && packed != TensorType::F16 && packed != TensorType::BF16)
+    throw Error("DenseLinear: packed type must be F32, F16 or BF16");
   jit::isa_paths(isa);
   bias_ = std::move(bias);
   bias_.resize(size_t(round_up(n_, 8)), 0.0f);
-  pack(w.data(), nullptr, threads);
+  if (packed == TensorType::F32) {
+    pack(w.data(), nullptr, threads);
+  } else {
+    std::vector<uint16_t> h(w.size());
+    for (size_t i = 0; i < w.size(); ++i) h[i] = packed == TensorType::F16 ? quant::f32_to_f16(w[i]) : quant::f32_to_bf16(w[i]);
+    pack(nullptr, h.data(), threads);
+  }
   build_kernels();
 }
 

@@ -30,9 +30,10 @@ class DenseLinear {
   // w: [k, n] (ne order: ne[0] = k contiguous); bias: [n] F32. Error for other types or shapes.
   DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads);
   // From f32 rows (n rows of k) already in memory, e.g. the sum of the two temporal patch kernels;
-  // round_input: what llama.cpp rounds the input to (F16 for an F16 kernel, else F32 = none).
+  // round_input: what llama.cpp rounds the input to (F16 for an F16 kernel, else F32 = none);
+  // packed: F32 keeps the values, F16 / BF16 round them (benchmarks of the file types).
   DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
-              const topo::Isa& isa, int threads);
+              const topo::Isa& isa, int threads, TensorType packed = TensorType::F32);
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
