@@ -241,7 +241,7 @@ void VisionAttention::attend_tile(const float* q, int64_t ldq, int64_t rows, con
     const int64_t valid = std::min(nk, n_ - kb);
     for (int64_t r = 0; r < rows; ++r) {
       const float alpha = softmax_step(S + r * kTk, nk, valid, scale, M[r], L[r]);
-      if (kb > 0)
+      if (kb > 0 && alpha != 1.0f)  // x * 1 == x: skipping it changes no bit
         for (int64_t d = 0; d < dh_; ++d) O[r * dh_ + d] *= alpha;
     }
     // O += P V: value panels (8 dims x all keys) are the "weights"; the chain continues in O.
@@ -263,6 +263,24 @@ void VisionAttention::attend_tile(const float* q, int64_t ldq, int64_t rows, con
   }
 }
 
+__attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
+  const int64_t C = n_head_ * dh_;
+  uint16_t* kp = kp_.data() + h * dh_ * n_pad_;
+  uint16_t* vp = vp_.data() + h * n_pad_ * dh_;
+  alignas(16) uint16_t kh[8];
+  for (int64_t j = 0; j < n_; ++j) {
+    const float* kr = qkv + j * ld + C + h * dh_;
+    const float* vr = qkv + j * ld + 2 * C + h * dh_;
+    uint16_t* kcol = kp + (j / 8) * dh_ * 8 + j % 8;  // key j: every 8th half of its panel
+    for (int64_t d = 0; d < dh_; d += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(vp + ((d / 8) * n_pad_ + j) * 8),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(vr + d), _MM_FROUND_TO_NEAREST_INT));
+      _mm_store_si128(reinterpret_cast<__m128i*>(kh), _mm256_cvtps_ph(_mm256_loadu_ps(kr + d), _MM_FROUND_TO_NEAREST_INT));
+      for (int e = 0; e < 8; ++e) kcol[(d + e) * 8] = kh[e];
+    }
+  }
+}
+
 void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
   const int64_t C = n_head_ * dh_;
   if (int64_t(scratch_.size()) < scratch_per_worker_ * pool.size()) throw Error("vision attention: more workers than planned");
@@ -271,18 +289,7 @@ void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* o
   });
   // Keys and values per head into f16 panels (exact: the values are f16 already); padding stays 0.
   for_rows(pool, n_head_, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; ++h) {
-      uint16_t* kp = kp_.data() + h * dh_ * n_pad_;
-      uint16_t* vp = vp_.data() + h * n_pad_ * dh_;
-      for (int64_t j = 0; j < n_; ++j) {
-        const float* kr = qkv + j * ld + C + h * dh_;
-        const float* vr = qkv + j * ld + 2 * C + h * dh_;
-        for (int64_t d = 0; d < dh_; ++d) {
-          kp[((j / 8) * dh_ + d) * 8 + j % 8] = quant::f32_to_f16(kr[d]);
-          vp[((d / 8) * n_pad_ + j) * 8 + d % 8] = quant::f32_to_f16(vr[d]);
-        }
-      }
-    }
+    for (int64_t h = h0; h < h1; ++h) pack_head(qkv, ld, h);
   });
   const int64_t n_qt = (n_ + kTq - 1) / kTq;
   pool.run(size_t(n_head_ * n_qt), [&](size_t t, int worker) {

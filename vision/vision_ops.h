@@ -58,6 +58,7 @@ class VisionAttention {
   void run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
 
  private:
+  void pack_head(const float* qkv, int64_t ld, int64_t h) const;
   void attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp, float* out,
                    int64_t ldo, float* scratch) const;
   int64_t n_, n_head_, dh_, n_pad_;
