@@ -76,7 +76,11 @@ VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, graph::W
     m.fc1 = dense(f, b + "fc1.weight", b + "fc1.bias", isa, threads);
     m.fc2 = dense(f, b + "fc2.weight", b + "fc2.bias", isa, threads);
     deepstack_.push_back(std::move(m));
+    for (const char* t : {"fc1.weight", "fc2.weight"}) gguf::release_pages(f.tensor(b + t));
   }
+  // Every matrix now lives in its packed copy: the file's pages need not stay resident.
+  for (const char* t : {"mm.0.weight", "mm.2.weight", "v.patch_embd.weight", "v.patch_embd.weight.1"})
+    if (const gguf::TensorInfo* ti = f.find_tensor(t)) gguf::release_pages(*ti);
 }
 
 VisionModel::~VisionModel() = default;
