@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "peer_fixture.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/json_reader.h"
 #include "runtime/logits_compare.h"
@@ -61,6 +62,10 @@ namespace fs = std::filesystem;
 using namespace ckjit;
 
 namespace {
+
+using peer_fixture::fmt;
+using peer_fixture::ints;
+using peer_fixture::join;
 
 constexpr float kFactor = 4.0f;
 constexpr float kFloor = 1e-5f;
@@ -78,17 +83,6 @@ bool wide_margin(const std::string& name) {
   return std::find(std::begin(kWideMarginCases), std::end(kWideMarginCases), name) != std::end(kWideMarginCases);
 }
 
-std::vector<int32_t> ints(const JsonValue& a) {
-  std::vector<int32_t> v;
-  for (const auto& x : a.as_array()) v.push_back(int32_t(x.as_int()));
-  return v;
-}
-
-std::string join(const std::vector<int32_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
-  return s;
-}
 
 // This machine's ISA class, by the rule make_fixtures.sh uses for the peer machine.
 std::string isa_class() {
@@ -151,14 +145,7 @@ Fixture load_fixture(const std::string& name) {
   for (const auto& r : doc.at("runs").as_array()) {
     PeerRun p;
     p.isa = r.at("isa").as_string();
-    for (const auto& step : r.at("tbt_top").as_array()) {
-      p.ids.emplace_back();
-      p.tbt.emplace_back();
-      for (const auto& e : step.as_array()) {
-        p.ids.back().push_back(int32_t(e.as_array().at(0).as_int()));
-        p.tbt.back().push_back(float(e.as_array().at(1).as_number()));
-      }
-    }
+    peer_fixture::read_top(r.at("tbt_top"), p.ids, p.tbt);
     REQUIRE_MESSAGE(p.ids.size() == f.forced.size(), name << " [" << p.isa << "]: tbt_top is not one row per forced step");
     if (const JsonValue* b = r.find("batched")) {
       for (const auto& step : b->as_array()) {
@@ -226,11 +213,6 @@ Distance distance(const std::vector<float>& lg, int64_t V, const PeerRun& r) {
   return d;
 }
 
-std::string fmt(double x, int prec = 6) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << x;
-  return o.str();
-}
 
 // Tokenization, and ckjit's teacher-forced logits against every envelope run.
 void check_case(const std::string& name) {

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "peer_fixture.h"
 #include "graph/generate.h"
 #include "graph/session.h"
 #include "graph/text_model.h"
@@ -65,6 +66,10 @@ using namespace ckjit;
 
 namespace {
 
+using peer_fixture::fmt;
+using peer_fixture::ints;
+using peer_fixture::join;
+
 constexpr float kFactor = 4.0f;   // as test_decoder_parity.cpp
 constexpr float kFloor = 1e-5f;   // as test_decoder_parity.cpp
 constexpr double kMinCos = 0.999;           // every tower, every row and slice
@@ -74,17 +79,6 @@ constexpr float kOwnRowsMax = 4.0f;  // ckjit's own rows: max |ckjit - batched| 
 
 const fs::path kDir = fs::path(CKJIT_FIXTURES_DIR) / "vision";
 
-std::vector<int32_t> ints(const JsonValue& a) {
-  std::vector<int32_t> v;
-  for (const auto& x : a.as_array()) v.push_back(int32_t(x.as_int()));
-  return v;
-}
-
-std::string join(const std::vector<int32_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
-  return s;
-}
 
 std::string quote(const std::string& s) {  // for the shell
   std::string q = "'";
@@ -92,11 +86,6 @@ std::string quote(const std::string& s) {  // for the shell
   return q + "'";
 }
 
-std::string fmt(double x, int prec = 6) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << x;
-  return o.str();
-}
 
 std::vector<float> read_f32(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -152,14 +141,7 @@ Fixture load_fixture(const std::string& name) {
     p.width = r.at("embd_width").as_int();
     p.embd = read_f32(kDir / r.at("embd").as_string());
     REQUIRE_MESSAGE(int64_t(p.embd.size()) == p.rows * p.width, name << " [" << p.isa << "]: embd file size");
-    for (const auto& step : r.at("tbt_top").as_array()) {
-      p.ids.emplace_back();
-      p.tbt.emplace_back();
-      for (const auto& e : step.as_array()) {
-        p.ids.back().push_back(int32_t(e.as_array().at(0).as_int()));
-        p.tbt.back().push_back(float(e.as_array().at(1).as_number()));
-      }
-    }
+    peer_fixture::read_top(r.at("tbt_top"), p.ids, p.tbt);
     for (const auto& step : r.at("batched").as_array()) {
       p.batched.emplace_back();
       for (const auto& v : step.as_array()) p.batched.back().push_back(float(v.as_number()));
