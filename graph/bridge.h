@@ -1,7 +1,8 @@
 #pragma once
 // The bridge between the vision side and the decoder (spec/qwen3vl.md A.5, D.2, D.4): a prompt
-// with image placeholders becomes one mixed Batch that is prefilled like any other. Text is cut at
-// the media marker `<__media__>` (as mtmd does; with no marker every image goes first) and each
+// with image placeholders becomes one mixed Batch (graph::generate prefills it segment by segment
+// so the image rows' time is known; Session::decode also takes it whole). Text is cut at the
+// media marker `<__media__>` (as mtmd does; with no marker every image goes first) and each
 // piece is tokenized with special tokens parsed; each image becomes <|vision_start|>, its
 // projector rows as embedding rows, <|vision_end|>. Positions follow llama.cpp: the image starting
 // at p0 has t = p0, h = p0 + i / nx, w = p0 + i % nx for row i (raster order), and the text after

@@ -1,13 +1,12 @@
 #include "vision/dense_linear.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "jit/isa_select.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/vision_ops.h"
 
 namespace ckjit::vision {
 namespace {
@@ -21,13 +20,6 @@ int64_t choose_kc(int64_t k) {
   for (int64_t kc = 1024; kc >= 256; --kc)
     if (k % kc == 0) return kc;
   return k;
-}
-
-__attribute__((target("avx2,f16c"))) void round_f16(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-  for (; i < n; ++i) y[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
 }
 
 void round_bf16(const float* x, float* y, int64_t n) {
@@ -134,13 +126,11 @@ std::string DenseLinear::describe() const {
 }
 
 void DenseLinear::prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {
-  const int64_t parts = std::min<int64_t>(m, int64_t(pool.size()) * 4);
-  pool.run(size_t(parts), [&](size_t t, int) {
-    const graph::Range r = graph::split_range(m, parts, int64_t(t));
-    for (int64_t i = r.begin; i < r.end; ++i) {
+  for_rows(pool, m, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
       const float* src = x + i * ldx;
       float* dst = xr + i * k_;
-      if (round_ == TensorType::F16) round_f16(src, dst, k_);
+      if (round_ == TensorType::F16) round_to_f16(src, dst, k_);
       else if (round_ == TensorType::BF16) round_bf16(src, dst, k_);
       else std::memcpy(dst, src, size_t(k_) * 4);
     }

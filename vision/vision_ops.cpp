@@ -16,18 +16,14 @@ namespace {
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Runs fn(begin, end) over [0, count) in about 4 parts per worker.
-template <class F>
-void for_rows(graph::Workers& pool, int64_t count, const F& fn) {
-  if (count <= 0) return;
-  const int64_t parts = std::min<int64_t>(count, int64_t(pool.size()) * 4);
-  pool.run(size_t(parts), [&](size_t t, int) {
-    const graph::Range r = graph::split_range(count, parts, int64_t(t));
-    if (r.begin < r.end) fn(r.begin, r.end);
-  });
-}
-
 }  // namespace
+
+__attribute__((target("avx2,f16c"))) void round_to_f16(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  for (; i < n; ++i) y[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
+}
 
 void layer_norm_rows(graph::Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
                      const float* w, const float* b, float eps) {
@@ -182,13 +178,6 @@ __attribute__((target("avx2,fma"))) float softmax_step(float* s, int64_t nk, int
   return alpha;
 }
 
-__attribute__((target("avx2,f16c"))) void round_f16_inplace(float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-  for (; i < n; ++i) x[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
-}
-
 void call(const void* fn, const jit::GemmArgs& a) { reinterpret_cast<jit::GemmFn>(const_cast<void*>(fn))(&a); }
 
 }  // namespace
@@ -284,10 +273,11 @@ __attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float
 void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
   const int64_t C = n_head_ * dh_;
   if (int64_t(scratch_.size()) < scratch_per_worker_ * pool.size()) throw Error("vision attention: more workers than planned");
+  // Q rounded in place; K and V are rounded as they are packed to f16 below.
   for_rows(pool, n_, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) round_f16_inplace(qkv + r * ld, 3 * C);
+    for (int64_t r = r0; r < r1; ++r) round_to_f16(qkv + r * ld, qkv + r * ld, C);
   });
-  // Keys and values per head into f16 panels (exact: the values are f16 already); padding stays 0.
+  // Keys and values per head into f16 panels; padding stays 0.
   for_rows(pool, n_head_, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) pack_head(qkv, ld, h);
   });

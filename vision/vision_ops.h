@@ -2,12 +2,27 @@
 // The element-wise and attention ops of the vision tower (spec/qwen3vl.md B.3-B.5), one
 // implementation each with one float order on every CPU (AVX2 + FMA + F16C is the floor; none of
 // these ops dominates the encode time the way the matmuls and the attention products do).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "graph/workers.h"
 
 namespace ckjit::vision {
+
+// Runs fn(begin, end) over [0, count) in about 4 contiguous parts per worker.
+template <class F>
+void for_rows(graph::Workers& pool, int64_t count, const F& fn) {
+  if (count <= 0) return;
+  const int64_t parts = std::min<int64_t>(count, int64_t(pool.size()) * 4);
+  pool.run(size_t(parts), [&](size_t t, int) {
+    const graph::Range r = graph::split_range(count, parts, int64_t(t));
+    if (r.begin < r.end) fn(r.begin, r.end);
+  });
+}
+
+// y = x rounded to f16 (nearest even) and widened back; y may alias x.
+void round_to_f16(const float* x, float* y, int64_t n);
 
 // ggml's norm + mul + add: mean and variance summed in double, y = ((x - mean) * (1/sqrtf(var + eps))) * w + b.
 // rows of n floats, x rows ldx apart, y rows ldy apart; y may alias x.
