@@ -17,15 +17,20 @@ enum GgmlType : int { kGgmlF32 = 0, kGgmlQ4_K = 12 };
 
 class Ggml {
  public:
-  // Loads libggml-base.so and the first libggml-cpu-<variant>.so of `variants` that loads.
+  // Loads libggml-base.so and the first libggml-cpu-<variant>.so of `variants` that loads and that
+  // this CPU runs: a variant built for a newer CPU loads fine and dies of SIGILL later, so its own
+  // ggml_backend_score() (0: this CPU lacks a feature it was built with) decides.
   Ggml(const std::string& dir, const std::vector<std::string>& variants) {
     base_ = dlopen((dir + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!base_) { error_ = dlerror(); return; }
+    std::string rejected;
     for (const auto& v : variants) {
-      cpu_ = dlopen((dir + "/libggml-cpu-" + v + ".so").c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (cpu_) { variant_ = v; break; }
+      cpu_ = dlopen((dir + "/libggml-cpu-" + v + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+      int (*score)() = nullptr;
+      if (cpu_ && sym(cpu_, "ggml_backend_score", score) && score() > 0) { variant_ = v; break; }
+      if (cpu_) { dlclose(cpu_); cpu_ = nullptr; rejected += (rejected.empty() ? "" : ", ") + v; }
     }
-    if (!cpu_) { error_ = "no usable libggml-cpu-*.so in " + dir; return; }
+    if (!cpu_) { error_ = "no libggml-cpu-*.so in " + dir + " runs on this CPU (rejected: " + rejected + ")"; return; }
     bool ok = sym(base_, "ggml_init", init) && sym(base_, "ggml_free", free) &&
               sym(base_, "ggml_new_tensor_2d", new_tensor_2d) && sym(base_, "ggml_mul_mat", mul_mat) &&
               sym(base_, "ggml_swiglu_split", swiglu_split) && sym(base_, "ggml_new_graph", new_graph) &&

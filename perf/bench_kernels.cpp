@@ -1,17 +1,20 @@
-// Kernel benchmark (not a test): measures this machine's vpdpbusd peak and DRAM read bandwidth,
-// then times the JIT Q4_K kernels (Gate-Up SwiGLU at the Qwen3-VL 8B and 2B page-OCR prefill
-// shapes, decode GEMV at the 2B shapes) next to the same operation through llama.cpp's ggml, twice:
-// weights in a plain CPU buffer (ggml's generic mul_mat) and in the CPU_REPACK buffer (weights
-// interleaved for ggml's Q4_K gemm/gemv kernels: what llama.cpp runs for real models). ggml runs
-// only after the ckjit team has ended, with the caller's original CPU set, so its threads inherit
-// neither the team's CPU-0 pinning nor a spinning worker next to them.
+// Kernel benchmark (not a test): measures this machine's int8 dot-product peak (the instruction
+// mix of the ISA path timed: vpdpbusd zmm, vpdpbusd ymm or vpmaddubsw+vpmaddwd) and DRAM read
+// bandwidth, then times the JIT Q4_K kernels (Gate-Up SwiGLU at the Qwen3-VL 8B and 2B page-OCR
+// prefill shapes, decode GEMV at the 2B shapes) next to the same operation through llama.cpp's
+// ggml, twice: weights in a plain CPU buffer (ggml's generic mul_mat) and in the CPU_REPACK buffer
+// (weights interleaved for ggml's Q4_K gemm/gemv kernels: what llama.cpp runs for real models).
+// ggml runs only after the ckjit team has ended, with the caller's original CPU set, so its
+// threads inherit neither the team's CPU-0 pinning nor a spinning worker next to them.
 //   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|prefill-8b|prefill-2b|decode] [--mb 128] [--ggml-dir DIR]
-//                 [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)]
+//                 [--isa avx512|avxvnni|avx2 (default: the best this CPU and CKJIT_MAX_ISA allow)]
+//                 [--prefill-blocks mr=6,nr=2 (default per path)] [--decode-blocks mr=1,nr=1 (default: the planner's)]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -38,7 +41,8 @@ struct Options {
   std::vector<int> threads{1, 2};
   int runs = 5;
   int mb = 128;  // activation rows per kernel call (L2 block)
-  std::string prefill_blocks = "mr=6,nr=2";  // register block of the prefill SwiGLU kernel
+  IsaPath isa = IsaPath::Avx512;  // the kernels' path (main picks it)
+  std::string prefill_blocks;  // register block of the prefill SwiGLU kernel; empty: the path's default
   std::string decode_blocks;  // empty: the planner's register blocks for the decode shapes (what ckjit run uses)
   std::string only;
   bool ggml = true;
@@ -160,13 +164,14 @@ bool upload_case(GgmlCase& c) {
 
 struct Shape { const char* name; int64_t m, n, k; };
 
-void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const std::vector<double>& peak_by_threads) {
+void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const std::vector<PeakResult>& peak_by_threads) {
   std::printf("\n== Gate-Up SwiGLU %s: M=%lld N=%lld (x2) K=%lld, %.1f G MAC ==\n", s.name, (long long)s.m,
               (long long)s.n, (long long)s.k, double(s.m) * 2 * s.n * s.k / 1e9);
   auto gq = random_q4k(s.n, s.k, 1), uq = random_q4k(s.n, s.k, 2);
   double t0 = now_s();
-  PackedWeights gw = repack_q4_K(gq.data(), s.n, s.k, 16, 2);
-  PackedWeights uw = repack_q4_K(uq.data(), s.n, s.k, 16, 2);
+  const std::string isa = isa_name(o.isa);
+  PackedWeights gw = repack_q4_K(gq.data(), s.n, s.k, panel_cols(o.isa), 2);
+  PackedWeights uw = repack_q4_K(uq.data(), s.n, s.k, panel_cols(o.isa), 2);
   std::printf("repack gate+up (%.1f MB, 2 threads): %.1f ms\n", double(gw.bytes() + uw.bytes()) / 1e6,
               (now_s() - t0) * 1e3);
   auto xf = random_floats(size_t(s.m * s.k), 3);
@@ -175,7 +180,7 @@ void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const
   t0 = now_s();
   for (int64_t r = 0; r < s.m; ++r) quant::quantize_row_q8_K(xf.data() + r * s.k, xq.data() + r * nbk, s.k);
   const double quant_scalar_ms = (now_s() - t0) * 1e3;
-  const JitKernel& qk = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=avx512,k=" + std::to_string(s.k)));
+  const JitKernel& qk = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=" + isa + ",k=" + std::to_string(s.k)));
   auto quantize = [&](Team& team) {
     team.run([&](int t) {
       QuantizeArgs a;
@@ -196,7 +201,7 @@ void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const
   op.ldx = nbk * int64_t(sizeof(quant::BlockQ8_K));
   op.y = y.data();
   op.ldy = s.n * 4;
-  KernelSpec spec = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=avx512,ep=swiglu," + o.prefill_blocks + ",k=" + std::to_string(s.k));
+  KernelSpec spec = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=" + isa + ",ep=swiglu," + o.prefill_blocks + ",k=" + std::to_string(s.k));
   const JitKernel& k = global_code_cache().get(spec);
   std::printf("kernel %s (%zu bytes); activation quantization: scalar 1 thread %.1f ms\n",
               spec.to_string().c_str(), k.size(), quant_scalar_ms);
@@ -235,10 +240,10 @@ void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const
       }
       t = median(runs);
       double tmin = *std::min_element(runs.begin(), runs.end());
-      double peak = peak_by_threads[size_t(nt)];
-      std::printf("%-36s %d thread%s: %8.1f ms  %7.1f GMAC/s  %5.1f%% of vpdpbusd peak (best run %.1f ms, %.1f%%)", "ckjit",
-                  nt, plural(nt), t * 1e3, macs / t / 1e9, 100.0 * macs / t / 1e9 / peak, tmin * 1e3,
-                  100.0 * macs / tmin / 1e9 / peak);
+      double peak = peak_by_threads[size_t(nt)].gmacs;
+      std::printf("%-36s %d thread%s: %8.1f ms  %7.1f GMAC/s  %5.1f%% of %s peak (best run %.1f ms, %.1f%%)", "ckjit",
+                  nt, plural(nt), t * 1e3, macs / t / 1e9, 100.0 * macs / t / 1e9 / peak,
+                  peak_by_threads[size_t(nt)].mix, tmin * 1e3, 100.0 * macs / tmin / 1e9 / peak);
       std::printf("  (+ JIT quantize %.2f ms = %.1f ms)\n", quant_ms, t * 1e3 + quant_ms);
     }  // the team has ended: no worker spins and the caller has its original CPU set back
     for (auto& c : cases) {
@@ -254,28 +259,32 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
   const int64_t n = 6144, k = 2048, layers = 28;
   std::printf("\n== Decode GEMV 2B: M=1 N=%lld K=%lld, %lld distinct weight copies (from DRAM) ==\n",
               (long long)n, (long long)k, (long long)layers);
+  KernelSpec gemv, sw;
+  if (o.decode_blocks.empty()) {
+    // The blocks `ckjit run` decodes with: the planner's pick for these shapes on this machine,
+    // its ISA capped to the path timed (--isa may ask for less than the CPU has).
+    topo::Machine machine = topo::detect_machine();
+    machine.isa = topo::cap_isa(machine.isa, isa_name(o.isa));
+    gemv = planner::jit_spec_for(planner::plan_op({OpKind::gemv, TensorType::Q4_K, 1, n, k}, machine));
+    sw = planner::jit_spec_for(planner::plan_op({OpKind::gate_up_swiglu, TensorType::Q4_K, 1, n, k}, machine));
+  } else {
+    const std::string isa = isa_name(o.isa);
+    gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=" + isa + "," + o.decode_blocks + ",k=" + std::to_string(k));
+    sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=" + isa + ",ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
+  }
+  const int panel = panel_cols(gemv.isa);
   std::vector<std::vector<quant::BlockQ4_K>> raw;
   std::vector<PackedWeights> w, w2;
   for (int64_t l = 0; l < layers; ++l) {
     raw.push_back(random_q4k(n, k, uint32_t(100 + l)));
-    w.push_back(repack_q4_K(raw.back().data(), n, k, 16, 2));
+    w.push_back(repack_q4_K(raw.back().data(), n, k, panel, 2));
     auto up = random_q4k(n, k, uint32_t(200 + l));
-    w2.push_back(repack_q4_K(up.data(), n, k, 16, 2));
+    w2.push_back(repack_q4_K(up.data(), n, k, panel, 2));
   }
   auto xf = random_floats(size_t(k), 7);
   std::vector<quant::BlockQ8_K> xq(size_t(k / 256));
   quant::quantize_row_q8_K(xf.data(), xq.data(), k);
   std::vector<float> y(static_cast<size_t>(n)), y0(static_cast<size_t>(n));  // y0: layer 0's gemv
-  KernelSpec gemv, sw;
-  if (o.decode_blocks.empty()) {
-    // The blocks `ckjit run` decodes with: the planner's pick for these shapes on this machine.
-    const topo::Machine machine = topo::detect_machine();
-    gemv = planner::jit_spec_for(planner::plan_op({OpKind::gemv, TensorType::Q4_K, 1, n, k}, machine));
-    sw = planner::jit_spec_for(planner::plan_op({OpKind::gate_up_swiglu, TensorType::Q4_K, 1, n, k}, machine));
-  } else {
-    gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=avx512," + o.decode_blocks + ",k=" + std::to_string(k));
-    sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=avx512,ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
-  }
   std::printf("kernels: %s; %s%s\n", gemv.to_string().c_str(), sw.to_string().c_str(),
               o.decode_blocks.empty() ? " (the planner's blocks)" : "");
   const JitKernel& kg = global_code_cache().get(gemv);
@@ -314,7 +323,8 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
   auto* probe_buf = static_cast<uint8_t*>(std::aligned_alloc(4096, probe_bytes));
   std::memset(probe_buf, 1, probe_bytes);
   std::vector<std::unique_ptr<planner::ReadLoop>> probes;
-  for (int streams : {1, 2, 4}) probes.push_back(std::make_unique<planner::ReadLoop>(streams, true));
+  const bool zmm_reads = runtime_isa().avx512f;  // the probe's zmm loads need AVX-512 allowed, not the path timed
+  for (int streams : {1, 2, 4}) probes.push_back(std::make_unique<planner::ReadLoop>(streams, zmm_reads));
   for (int nt : o.threads) {
     double bw = dram_gbs_by_threads[nt];  // the best seen: the earlier probe or any pass in the window
     std::vector<double> t_ck[2];
@@ -362,10 +372,11 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   GgmlPeer peer;
   peer.caller_cpus = current_affinity();  // before any team pins this thread
   Options o;
+  std::string forced_isa;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -387,24 +398,42 @@ int main(int argc, char** argv) {
     else if (a == "--prefill-blocks") o.prefill_blocks = next();
     else if (a == "--decode-blocks") o.decode_blocks = next();
     else if (a == "--ggml-dir") o.ggml_dir = next();
-    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)] [--ggml-dir DIR]\n"); return 2; }
+    else if (a == "--isa") forced_isa = next();
+    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--isa avx512|avxvnni|avx2] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)] [--ggml-dir DIR]\n"); return 2; }
   }
-  if (!isa_runs(IsaPath::Avx512, runtime_isa())) {
-    std::printf("this benchmark times the AVX-512 VNNI kernels; this CPU (or CKJIT_MAX_ISA) does not allow them\n");
+  // The path timed: --isa, else the best of avx512 / avxvnni (VEX) / avx2 this process may run.
+  const topo::Isa isa = runtime_isa();
+  const IsaPath paths[] = {IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2};
+  const IsaPath* path = std::find_if(std::begin(paths), std::end(paths), [&](IsaPath p) {
+    return forced_isa.empty() ? isa_runs(p, isa) : forced_isa == isa_name(p);
+  });
+  if (path == std::end(paths)) {
+    if (!forced_isa.empty()) { std::fprintf(stderr, "--isa must be avx512, avxvnni or avx2, not '%s'\n", forced_isa.c_str()); return 2; }
+    std::printf("ckjit's kernels need at least AVX2 + FMA + F16C; this CPU (or CKJIT_MAX_ISA) has %s\n", isa.to_string().c_str());
     return 0;
   }
-  std::printf("machine: %s\nisa: %s\n", cpu_name().c_str(), runtime_isa().to_string().c_str());
+  if (!isa_runs(*path, isa)) {
+    std::fprintf(stderr, "--isa %s: this CPU (or CKJIT_MAX_ISA) cannot run that path (isa: %s)\n", forced_isa.c_str(),
+                 isa.to_string().c_str());
+    return 2;
+  }
+  o.isa = *path;
+  if (o.prefill_blocks.empty())  // the largest fast SwiGLU block of each path's registers
+    o.prefill_blocks = o.isa == IsaPath::Avx512 ? "mr=6,nr=2" : o.isa == IsaPath::AvxVnni ? "mr=4,nr=2" : "mr=2,nr=2";
+  const planner::DotProbe probe = int8_probe(o.isa);
+  std::printf("machine: %s\nisa: %s\nkernel path: %s (%s)\n", cpu_name().c_str(), isa.to_string().c_str(),
+              isa_name(o.isa), forced_isa.empty() ? "the best this CPU allows" : "--isa");
   std::printf("load average at start: %s\n", load_average().c_str());
   std::printf("times: median of %d runs after a warm-up; peaks and bandwidth: best of 5 runs\n", o.runs);
-  std::vector<double> peak(3, 0.0);
+  std::vector<PeakResult> peak(3, PeakResult{0, 0, ""});
   double dram[3] = {0, 0, 0};
   for (int nt : o.threads) {
     Team team(nt);
-    PeakResult p = vnni_peak(team);
-    peak[size_t(nt)] = p.gmacs;
-    dram[nt] = dram_read_gbs(team, size_t(1) << 30);
-    std::printf("measured %d thread%s: vpdpbusd zmm peak %.1f GMAC/s (best with %d accumulators), DRAM read %.1f GB/s\n",
-                nt, nt > 1 ? "s" : " ", p.gmacs, p.accs, dram[nt]);
+    PeakResult p = int8_peak(team, probe);
+    peak[size_t(nt)] = p;
+    dram[nt] = dram_read_gbs(team, size_t(1) << 30, isa.avx512f);
+    std::printf("measured %d thread%s: %s peak %.1f GMAC/s (best with %d accumulators), DRAM read %.1f GB/s\n",
+                nt, nt > 1 ? "s" : " ", p.mix, p.gmacs, p.accs, dram[nt]);
   }
   Ggml ggml(o.ggml ? o.ggml_dir : std::string("(disabled)"), {"zen4", "icelake", "skylakex", "haswell", "x64"});
   peer.gg = ggml.ok() ? &ggml : nullptr;
@@ -427,4 +456,7 @@ int main(int argc, char** argv) {
   if (o.only.empty() || o.only == "decode") bench_decode(o, peer, dram);
   std::printf("\nload average at end: %s\n", load_average().c_str());
   return 0;
+} catch (const std::exception& e) {  // a bad --prefill-blocks / --decode-blocks spec, a failed allocation
+  std::fprintf(stderr, "bench_kernels: %s\n", e.what());
+  return 1;
 }

@@ -1,10 +1,12 @@
 // In-cache single-thread speed of the Q4_K x Q8_K SwiGLU kernel (not a test): a small problem
 // (M=48 rows, 2x64 columns, K=2048; ~260 KB, stays in L2) timed many times; prints min and median
-// GMAC/s and the percentage of this machine's measured vpdpbusd (zmm) peak.
+// GMAC/s and the percentage of this machine's measured peak of the path's int8 dot mix.
 //   bench_q4k_incache [--reps N] [--isa avx512|avxvnni|avx2] [--blocks mr=6,nr=2] [--w q4_K|q6_K|q8_0]
+// Default --isa: the best of avx512 / avxvnni / avx2 this CPU (and CKJIT_MAX_ISA) allows.
 // --isa avxvnni runs the VEX form where the CPU has AVX-VNNI, else the EVEX form (same code
-// otherwise). Default blocks: the largest fast SwiGLU block of each path's registers (avx512
-// mr=6,nr=2; avxvnni mr=4,nr=2; avx2 mr=2,nr=2). --w q6_K / q8_0 time those kernels instead.
+// otherwise; its peak is then the vpdpbusd zmm one: the ymm probe is VEX-only). Default blocks:
+// the largest fast SwiGLU block of each path's registers (avx512 mr=6,nr=2; avxvnni mr=4,nr=2;
+// avx2 mr=2,nr=2). --w q6_K / q8_0 time those kernels instead.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +28,7 @@ using namespace ckjit::bench;
 
 int main(int argc, char** argv) try {
   int reps = 201;
-  std::string blocks, isa = "avx512", wname = "q4_K";
+  std::string blocks, isa, wname = "q4_K";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--reps") reps = std::max(1, std::stoi(argv[i + 1]));
@@ -34,10 +36,14 @@ int main(int argc, char** argv) try {
     else if (a == "--isa") isa = argv[i + 1];
     else if (a == "--w") wname = argv[i + 1];
   }
+  const topo::Isa cpu = runtime_isa();
+  if (isa.empty())
+    for (IsaPath p : {IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2})
+      if (isa.empty() && isa_runs(p, cpu)) isa = isa_name(p);
   const bool q80 = wname == "q8_0";
   std::string spec_text = "op=swiglu,w=" + wname + ",a=" + (q80 ? "q8_0" : "q8_K") + ",ep=swiglu,isa=" + isa;
   if (isa == "avxvnni")
-    spec_text += isa_runs(IsaPath::AvxVnni, runtime_isa(), VnniEncoding::Vex) ? ",enc=vex" : ",enc=evex";
+    spec_text += isa_runs(IsaPath::AvxVnni, cpu, VnniEncoding::Vex) ? ",enc=vex" : ",enc=evex";
   if (blocks.empty()) blocks = isa == "avx512" ? "mr=6,nr=2" : isa == "avxvnni" ? "mr=4,nr=2" : "mr=2,nr=2";
   pin_to_cpu(0);
   const int64_t m = 48, n = 64, k = 2048, nbk = k / 256;
@@ -88,9 +94,11 @@ int main(int argc, char** argv) try {
   }
   std::sort(g.begin(), g.end());
   Team team(1);
-  const double peak = vnni_peak(team).gmacs;
-  std::printf("%s in cache, 1 thread: best %.1f GMAC/s, median %.1f GMAC/s; vpdpbusd zmm peak %.1f -> %.1f%% (best), %.1f%% (median)\n",
-              kern.spec().to_string().c_str(), g.back(), g[g.size() / 2], peak, 100 * g.back() / peak,
+  const bool evex = spec.isa == IsaPath::AvxVnni && spec.enc == VnniEncoding::Evex;
+  const PeakResult p = int8_peak(team, int8_probe(evex ? IsaPath::Avx512 : spec.isa));
+  const double peak = p.gmacs;
+  std::printf("%s in cache, 1 thread: best %.1f GMAC/s, median %.1f GMAC/s; %s peak %.1f -> %.1f%% (best), %.1f%% (median)\n",
+              kern.spec().to_string().c_str(), g.back(), g[g.size() / 2], p.mix, peak, 100 * g.back() / peak,
               100 * g[g.size() / 2] / peak);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_q4k_incache: %s\n", e.what());
