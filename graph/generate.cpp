@@ -53,6 +53,7 @@ void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const 
   tok::Utf8Stream out;
   r.generated.reserve(size_t(std::max(0, n_steps)));
   Batch step;
+  if (s.profile()) s.profile()->set_phase(Phase::decode);
   for (int i = 0; i < n_steps; ++i) {
     if (cb.on_logits) cb.on_logits(logits, V);
     const int32_t id = o.forced.empty() ? sampler.sample(logits) : o.forced[size_t(i)];
@@ -85,6 +86,7 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector
   for (int32_t id : prompt) sampler.accept(id);
   GenerateResult r;
   r.n_prompt = int64_t(prompt.size());
+  if (s.profile()) s.profile()->set_phase(Phase::text_prefill);
   const auto t_prefill = Clock::now();
   Logits lg = s.decode(Batch::text(prompt, s.next_position()));
   r.prefill_ms = ms_since(t_prefill);
@@ -112,6 +114,7 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const BridgePromp
       if (b.token[size_t(i)] >= 0) part.add_token(b.token[size_t(i)], b.pos[size_t(i)], want);
       else part.add_embedding(b.embd[size_t(i)], b.pos[size_t(i)], b.deepstack[size_t(i)], want);
     }
+    if (s.profile()) s.profile()->set_phase(seg.image ? Phase::image_prefill : Phase::text_prefill);
     const auto t = Clock::now();
     Logits lg = s.decode(part);
     const double ms = ms_since(t);

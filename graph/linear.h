@@ -18,6 +18,7 @@
 #include "graph/workers.h"
 #include "jit/code_cache.h"
 #include "jit/packed_weights.h"
+#include "runtime/op_profile.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "topology/isa.h"
 
@@ -59,6 +60,10 @@ class Linear {
   // under llama_prefill_order, whose llama.cpp order has no fast copy yet).
   bool uses_reference() const;
   std::string describe() const;
+  // The MACs and weight bytes of an m-row matmul (for the op profile).
+  OpWork work(int64_t m) const {
+    return {double(m) * double(n_) * double(k_), double(n_) * double(row_bytes(tensor_type_info(wtype_), k_))};
+  }
 
   // Quantizes m rows of x (k floats, ldx apart) into xq (m * act_row_bytes() bytes).
   void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const;

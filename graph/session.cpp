@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
@@ -102,6 +103,9 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
   const gguf::TensorInfo& te = md.token_embd();
   bool any_deepstack = false;
   for (int64_t r = 0; r < m; ++r) any_deepstack = any_deepstack || b.deepstack[size_t(begin + r)];
+  OpProfile* const prof = profile_;
+  if (prof) prof->add_rows(prof->phase(), m);
+  std::optional<OpTimer> embed_timer(std::in_place, prof, "embed");
   pool_.run(size_t(m), [&](size_t rr, int) {
     const int64_t r = int64_t(rr), i = begin + r;
     if (b.token[size_t(i)] >= 0)
@@ -110,16 +114,28 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       std::memcpy(h + r * E, b.embd[size_t(i)], size_t(E) * sizeof(float));
     rope.angles(b.pos[size_t(i)], cosv + r * D / 2, sinv + r * D / 2);
   });
+  embed_timer.reset();
   AttentionShape as{hp.n_head, hp.n_head_kv, D, 1.0f / std::sqrt(float(D))};
 
   for (size_t il = 0; il < md.layers().size(); ++il) {
     const TextModel::Layer& L = md.layers()[il];
-    pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.attn_norm, xn + int64_t(r) * E, E, eps); });
+    const int li = int(il);
+    {
+      OpTimer t(prof, "norm", li);
+      pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.attn_norm, xn + int64_t(r) * E, E, eps); });
+    }
     LinearGroup qkv{L.wq.get(), L.wk.get(), L.wv.get()};
-    qkv.prepare(pool_, xn, E, m, prep);
-    L.wq->matmul(pool_, qkv.input(0), m, q, Q);
-    L.wk->matmul(pool_, qkv.input(1), m, k, KV);
-    L.wv->matmul(pool_, qkv.input(2), m, v, KV);
+    {
+      OpTimer t(prof, "quantize", li);
+      qkv.prepare(pool_, xn, E, m, prep);
+    }
+    {
+      OpTimer t(prof, "qkv", li, L.wq->work(m) + L.wk->work(m) + L.wv->work(m));
+      L.wq->matmul(pool_, qkv.input(0), m, q, Q);
+      L.wk->matmul(pool_, qkv.input(1), m, k, KV);
+      L.wv->matmul(pool_, qkv.input(2), m, v, KV);
+    }
+    std::optional<OpTimer> rope_timer(std::in_place, prof, "qk_norm_rope_kv", li);
     uint16_t* kc = kv_->k(int64_t(il));
     uint16_t* vc = kv_->v(int64_t(il));
     pool_.run(size_t(m), [&](size_t rr, int) {
@@ -133,23 +149,53 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       to_f16(kr, kc + (slot0 + r) * KV, KV);
       to_f16(v + r * KV, vc + (slot0 + r) * KV, KV);
     });
-    md.attention().run(pool_, as, q, m, slot0, kc, vc, attn, arena_.get<float>(s_.att_scratch), att_scratch_per_worker_);
+    rope_timer.reset();
+    {
+      // Attention reads the cache's keys and values up to each row's position: counted as MACs of
+      // Q·K and P·V (2 · head_dim per head and key).
+      double keys = 0;
+      for (int64_t r = 0; r < m; ++r) keys += double(slot0 + r + 1);
+      OpTimer t(prof, "attention", li, {keys * 2.0 * double(hp.n_head * D), 0});
+      md.attention().run(pool_, as, q, m, slot0, kc, vc, attn, arena_.get<float>(s_.att_scratch), att_scratch_per_worker_);
+    }
     LinearGroup wo{L.wo.get()};
-    wo.prepare(pool_, attn, Q, m, prep);
-    L.wo->matmul(pool_, wo.input(0), m, h_next, E, h);
+    {
+      OpTimer t(prof, "quantize", li);
+      wo.prepare(pool_, attn, Q, m, prep);
+    }
+    {
+      OpTimer t(prof, "out_proj", li, L.wo->work(m));
+      L.wo->matmul(pool_, wo.input(0), m, h_next, E, h);
+    }
     std::swap(h, h_next);
 
-    pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.ffn_norm, xn + int64_t(r) * E, E, eps); });
+    {
+      OpTimer t(prof, "norm", li);
+      pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.ffn_norm, xn + int64_t(r) * E, E, eps); });
+    }
     LinearGroup gate_up{L.gate.get(), L.up.get()};
-    gate_up.prepare(pool_, xn, E, m, prep);
-    Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m, ffn, F, arena_.get<float>(s_.ffn_tmp));
+    {
+      OpTimer t(prof, "quantize", li);
+      gate_up.prepare(pool_, xn, E, m, prep);
+    }
+    {
+      OpTimer t(prof, "gate_up_swiglu", li, L.gate->work(m) + L.up->work(m));
+      Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m, ffn, F, arena_.get<float>(s_.ffn_tmp));
+    }
     LinearGroup down{L.down.get()};
-    down.prepare(pool_, ffn, F, m, prep);
-    L.down->matmul(pool_, down.input(0), m, h_next, E, h);
+    {
+      OpTimer t(prof, "quantize", li);
+      down.prepare(pool_, ffn, F, m, prep);
+    }
+    {
+      OpTimer t(prof, "down", li, L.down->work(m));
+      L.down->matmul(pool_, down.input(0), m, h_next, E, h);
+    }
     std::swap(h, h_next);
 
     // Deepstack (A.5): slice il of an image row is added after layer il.
     if (any_deepstack && int64_t(il) < hp.n_deepstack) {
+      OpTimer t(prof, "deepstack", li);
       pool_.run(size_t(m), [&](size_t rr, int) {
         const float* ds = b.deepstack[size_t(begin + int64_t(rr))];
         if (!ds) return;
@@ -166,6 +212,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
     if (b.logits[size_t(begin + r)]) want_.push_back(r);
   const int64_t rows = int64_t(want_.size());
   if (rows > 0) {
+    OpTimer t(prof, "lm_head", -1, md.lm_head().work(rows));
     pool_.run(size_t(rows), [&](size_t r, int) {
       rms_norm(h + want_[r] * E, md.output_norm(), xn + int64_t(r) * E, E, eps);
     });

@@ -15,6 +15,7 @@
 #include "graph/batch.h"
 #include "graph/kv_cache.h"
 #include "graph/text_model.h"
+#include "runtime/op_profile.h"
 
 namespace ckjit::graph {
 
@@ -50,6 +51,10 @@ class Session {
   // embedding row missing, deepstack rows on a model without deepstack layers).
   Logits decode(const Batch& batch);
 
+  // Op timings go to `p` from now on (nullptr: off); the caller sets its phase.
+  void set_profile(OpProfile* p) { profile_ = p; }
+  OpProfile* profile() const { return profile_; }
+
   size_t arena_bytes() const { return arena_.bytes(); }
   size_t kv_bytes() const { return kv_->bytes(); }
 
@@ -67,6 +72,7 @@ class Session {
   std::vector<float> logits_;  // grows to the most logits rows one batch asked for, then stays
   std::vector<int64_t> want_;  // chunk rows whose logits are wanted
   int64_t n_past_ = 0, next_pos_ = 0;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace ckjit::graph

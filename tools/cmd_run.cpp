@@ -137,6 +137,7 @@ int run_main(const std::vector<std::string>& args) {
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per image (llama.cpp's default 4096)")
       ("dump-embd", po::value<std::string>(), "write the projector rows as float32 [n_image_rows][n_embd x (1 + deepstack)]")
       ("report", "print the bridge layout: segments, rows, positions, deepstack layers")
+      ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
       ("n-predict,n", po::value<int>()->default_value(256), "tokens to generate")
@@ -245,6 +246,8 @@ int run_main(const std::vector<std::string>& args) {
   if (vhp) vision = std::make_unique<ckjit::vision::VisionModel>(*mmproj_file, ckjit::jit::runtime_isa(), *pool);
   const double repack_ms = ms_since(t_repack);
   ckjit::graph::Session session(model, sopt, *pool);
+  std::optional<ckjit::OpProfile> profile;
+  if (vm.count("profile")) session.set_profile(&profile.emplace());
   if (tok.n_tokens() > hp.n_vocab)
     throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
                        std::to_string(hp.n_vocab) + " rows");
@@ -294,7 +297,7 @@ int run_main(const std::vector<std::string>& args) {
                      im.pixels.plan.content_h, im.pixels.plan.x0, im.pixels.plan.y0, (long long)im.n_rows);
     }
     for (auto& im : prepared) {
-      embeddings.push_back(vision->encode(*pool, im.pixels));
+      embeddings.push_back(vision->encode(*pool, im.pixels, profile ? &*profile : nullptr));
       im.pixels = {};
     }
     encode_ms = ms_since(t_enc);
@@ -371,6 +374,8 @@ int run_main(const std::vector<std::string>& args) {
                  open_ms, repack_ms, encode_ms, embeddings.size(), embeddings.size() == 1 ? "" : "s", (long long)img_rows,
                  res.prefill_ms, res.image_prefill_ms, res.prefill_ms - res.image_prefill_ms, res.decode_ms);
   }
+  if (profile)
+    for (const auto& line : profile->report()) std::fprintf(stderr, "%s\n", line.c_str());
   if (embedded_default)
     std::fprintf(stderr, "note: the default pair has random weights (%s preset): the text above is noise; "
                          "run with -m/--mmproj/--image for real files\n", def.preset.c_str());

@@ -4,7 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils nodejs npm
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 nodejs npm
   libxbyak-dev libasmjit-dev libcpuinfo-dev libhwloc-dev libboost-program-options-dev doctest-dev libstb-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

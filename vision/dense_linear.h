@@ -17,6 +17,7 @@
 #include "jit/kernel_args.h"
 #include "jit/packed_weights.h"
 #include "runtime/gguf/gguf_reader.h"
+#include "runtime/op_profile.h"
 #include "topology/isa.h"
 
 namespace ckjit::vision {
@@ -39,6 +40,10 @@ class DenseLinear {
   int64_t k() const { return k_; }
   TensorType input_type() const { return round_; }
   std::string describe() const;
+  // The MACs and packed-weight bytes of an m-row matmul (for the op profile).
+  OpWork work(int64_t m) const {
+    return {double(m) * double(n_) * double(k_), double(n_) * double(k_) * (wtype_ == TensorType::F32 ? 4.0 : 2.0)};
+  }
 
   // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
   void prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;

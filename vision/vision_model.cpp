@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -110,7 +111,9 @@ std::vector<std::string> VisionModel::describe() const {
 // LayerNorm (over C before grouping for the main merger, over 4C after it for deepstack), then
 // fc1 + bias, GELU, fc2 + bias into out (n/4 rows, ldo apart).
 void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n,
-                        float* out, int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h) const {
+                        float* out, int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h,
+                        OpProfile* prof, const char* op) const {
+  OpTimer t(prof, op, -1, m.fc1->work(n / 4) + m.fc2->work(n / 4));
   const int64_t C = hp_.n_embd, C4 = hp_.merged_width(), rows = n / 4;
   grow(a, n * C);
   if (norm_before_grouping) layer_norm_rows(pool, z, C, a.data(), C, n, C, m.norm_w, m.norm_b, hp_.eps);
@@ -123,13 +126,15 @@ void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_
   m.fc2->matmul(pool, xr.data(), rows, out, ldo);
 }
 
-ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px) const {
+ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof) const {
   const int64_t P = hp_.patch, C = hp_.n_embd, F = hp_.n_ff, side = hp_.pos_side;
   if (px.width <= 0 || px.height <= 0 || px.width % (P * 2) || px.height % (P * 2) ||
       int64_t(px.rgb.size()) != int64_t(px.width) * px.height * 3)
     throw Error("vision: the preprocessed image is " + std::to_string(px.width) + " x " + std::to_string(px.height) +
                 ", not a whole number of " + std::to_string(2 * P) + "-pixel merged patches");
   const int64_t gw = px.width / P, gh = px.height / P, n = gw * gh;
+  if (prof) prof->set_phase(Phase::encode), prof->add_rows(Phase::encode, n);
+  std::optional<OpTimer> patch_timer(std::in_place, prof, "patch_embed", -1, patch_->work(n));
 
   // Patches in merge order, each row (c, ky, kx) like llama.cpp's im2col.
   std::vector<float> patches(size_t(n * 3 * P * P));
@@ -145,6 +150,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
   patch_->prepare(pool, patches.data(), 3 * P * P, n, xr.data());
   patch_->matmul(pool, xr.data(), n, z.data(), C);
   patches = {};
+  patch_timer.emplace(prof, "pos_embed");
 
   // + the position table resized to gh x gw (bilinear, align corners), in merge order.
   for (int64_t i = 0; i < gh; ++i)
@@ -168,6 +174,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
         zr[c] += p00[c] * (1 - fx) * (1 - fy) + p01[c] * fx * (1 - fy) + p10[c] * (1 - fx) * fy + p11[c] * fx * fy;
     }
 
+  patch_timer.reset();
   ImageEmbedding out;
   out.nx = int(gw / 2), out.ny = int(gh / 2), out.row_width = hp_.row_width();
   out.rows.assign(size_t(out.n_rows() * out.row_width), 0.0f);
@@ -177,26 +184,43 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
   std::vector<float> a(size_t(n * C)), qkv(size_t(n * 3 * C)), att(size_t(n * C)), h(size_t(n * F));
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const Layer& L = layers_[size_t(l)];
+    const int li = int(l);
+    // "prepare" rounds a matmul's input rows to the weight's input type (f16 for an F16 tower).
+    std::optional<OpTimer> t(std::in_place, prof, "layer_norm", li);
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln1_w, L.ln1_b, hp_.eps);
+    t.emplace(prof, "prepare", li);
     L.qkv->prepare(pool, a.data(), C, n, xr.data());
+    t.emplace(prof, "qkv", li, L.qkv->work(n));
     L.qkv->matmul(pool, xr.data(), n, qkv.data(), 3 * C);
+    t.emplace(prof, "rope", li);
     rope.apply(pool, qkv.data(), 3 * C, hp_.n_head);      // Q
     rope.apply(pool, qkv.data() + C, 3 * C, hp_.n_head);  // K
+    t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0});
     attention.run(pool, qkv.data(), 3 * C, att.data(), C);
+    t.emplace(prof, "prepare", li);
     L.out->prepare(pool, att.data(), C, n, xr.data());
+    t.emplace(prof, "out_proj", li, L.out->work(n));
     L.out->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     std::swap(z, z2);
+    t.emplace(prof, "layer_norm", li);
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln2_w, L.ln2_b, hp_.eps);
+    t.emplace(prof, "prepare", li);
     L.up->prepare(pool, a.data(), C, n, xr.data());
+    t.emplace(prof, "ffn_up", li, L.up->work(n));
     L.up->matmul(pool, xr.data(), n, h.data(), F);
+    t.emplace(prof, "gelu", li);
     gelu_.apply(pool, h.data(), F, n, F);
+    t.emplace(prof, "prepare", li);
     L.down->prepare(pool, h.data(), F, n, xr.data());
+    t.emplace(prof, "ffn_down", li, L.down->work(n));
     L.down->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
+    t.reset();
     std::swap(z, z2);
     if (const int ds = deepstack_of_layer_[size_t(l)]; ds >= 0)
-      merge(pool, deepstack_[size_t(ds)], false, z.data(), n, out.rows.data() + (1 + ds) * hp_.proj_dim, out.row_width, a, xr, h);
+      merge(pool, deepstack_[size_t(ds)], false, z.data(), n, out.rows.data() + (1 + ds) * hp_.proj_dim, out.row_width, a, xr, h,
+            prof, "deepstack_merger");
   }
-  merge(pool, main_, true, z.data(), n, out.rows.data(), out.row_width, a, xr, h);
+  merge(pool, main_, true, z.data(), n, out.rows.data(), out.row_width, a, xr, h, prof, "merger");
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "graph/workers.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/image/preprocess.h"
+#include "runtime/op_profile.h"
 #include "topology/isa.h"
 #include "vision/dense_linear.h"
 #include "vision/vision_hparams.h"
@@ -37,7 +38,8 @@ class VisionModel {
   // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.
   image::PreprocessParams preprocess_params(int64_t min_tokens, int64_t max_tokens) const;
   // Error for a canvas that is not a whole number of merged patches.
-  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px) const;
+  // prof: where the op timings go (phase encode), nullptr for none.
+  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr) const;
   std::vector<std::string> describe() const;
 
  private:
@@ -50,7 +52,8 @@ class VisionModel {
     std::unique_ptr<DenseLinear> fc1, fc2;
   };
   void merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n, float* out,
-             int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h) const;
+             int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h, OpProfile* prof,
+             const char* op) const;
 
   VisionHparams hp_;
   std::unique_ptr<DenseLinear> patch_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,37 @@ TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair / rows dumped in
                            q(p.image("tall-40x150.png")) + " -p x -n 1");
   INFO(q8.output);
   CHECK(q8.status == 0);
+}
+
+TEST_CASE("ckjit run --profile: every phase's ops, their rows, and the same text as without it") {
+  const Pair& p = pair();
+  const std::string args = "run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --image " + q(p.image("square-64.png")) +
+                           " -p Describe --temp 0 -n 4 --ignore-eos";
+  CliResult plain = run_ckjit(args);
+  CliResult prof = run_ckjit(args + " --profile");
+  INFO(prof.output);
+  REQUIRE(plain.status == 0);
+  REQUIRE(prof.status == 0);
+  // The generated text is the first line of stdout in both (stderr lines start with a word and ':').
+  auto text_of = [](const std::string& out) {
+    std::istringstream in(out);
+    std::string line, text;
+    while (std::getline(in, line))
+      if (line.find(": ") == std::string::npos) text += line + "\n";
+    return text;
+  };
+  CHECK(text_of(plain.output) == text_of(prof.output));
+  for (const char* phase : {"encode", "image_prefill", "text_prefill", "decode"})
+    CHECK(prof.output.find(std::string("profile-phase: ") + phase + " ") != std::string::npos);
+  // 9 image rows (3 x 3 merged patches of a 96 x 96 canvas = 36 patches), 3 decode steps after the first token.
+  CHECK(prof.output.find("profile-phase: image_prefill ms=") != std::string::npos);
+  CHECK(prof.output.find("profile: image_prefill: ") != std::string::npos);
+  CHECK(prof.output.find(" op calls, 9 rows") != std::string::npos);
+  CHECK(prof.output.find(" op calls, 36 rows") != std::string::npos);
+  CHECK(prof.output.find(" op calls, 3 rows") != std::string::npos);
+  CHECK(prof.output.find("gate_up_swiglu") != std::string::npos);
+  CHECK(prof.output.find("attention") != std::string::npos);
+  CHECK(plain.output.find("profile-phase") == std::string::npos);
 }
 
 TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exit") {

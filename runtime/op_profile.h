@@ -1,0 +1,77 @@
+#pragma once
+// Where a run's milliseconds went: wall time, MACs and weight bytes per (phase, op kind) and per
+// (phase, layer), recorded around each op by its caller when a profile is attached (ckjit run
+// --profile). Every op runs to completion on the pool before it returns, so the caller's wall
+// clock is the op's time. Off (a null profile) it costs one pointer test per op.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ckjit {
+
+enum class Phase : int { encode, image_prefill, text_prefill, decode };
+inline constexpr int kPhases = 4;
+const char* phase_name(Phase p);
+
+// What an op did: multiply-accumulates and bytes of weights it read.
+struct OpWork {
+  double macs = 0, weight_bytes = 0;
+};
+inline OpWork operator+(OpWork a, OpWork b) { return {a.macs + b.macs, a.weight_bytes + b.weight_bytes}; }
+
+class OpProfile {
+ public:
+  void set_phase(Phase p) { phase_ = p; }
+  Phase phase() const { return phase_; }
+  // One call of op `op` (a string literal naming the op kind) in layer `layer` (-1: none).
+  void add(const char* op, int layer, double ms, OpWork w = {});
+  // Rows (tokens, patches) a phase processed, for the per-row figures.
+  void add_rows(Phase p, int64_t rows) { rows_[int(p)] += rows; }
+
+  struct Cell {
+    double ms = 0, macs = 0, bytes = 0;
+    int64_t calls = 0;
+  };
+  struct PhaseTotals {
+    Cell total;
+    int64_t rows = 0;
+  };
+  PhaseTotals totals(Phase p) const;
+  // Human-readable table: per phase, each op kind (ms, %, calls, GMAC/s, GB/s of weights) and the
+  // time of each layer; plus one machine-readable line per phase for perf/compare:
+  // "profile-phase: NAME ms=.. rows=.. macs=.. weight_bytes=.. OP=ms:macs:weight_bytes ...".
+  std::vector<std::string> report() const;
+
+ private:
+  struct OpCell {
+    const char* op;
+    Cell c;
+  };
+  Phase phase_ = Phase::text_prefill;
+  std::vector<OpCell> ops_[kPhases];  // in first-seen order
+  std::vector<Cell> layers_[kPhases];
+  int64_t rows_[kPhases] = {};
+};
+
+// Times one op into a profile (nothing when the profile is null).
+class OpTimer {
+ public:
+  OpTimer(OpProfile* p, const char* op, int layer = -1, OpWork w = {}) : p_(p), op_(op), layer_(layer), w_(w) {
+    if (p_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (p_) p_->add(op_, layer_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(), w_);
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  OpProfile* p_;
+  const char* op_;
+  int layer_;
+  OpWork w_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace ckjit
