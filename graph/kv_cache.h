@@ -1,26 +1,48 @@
 #pragma once
-// The f16 key/value cache of one sequence: per layer, n_ctx rows of n_head_kv*head_dim halves for
-// K and for V (llama.cpp's default cache type is F16). Allocated once for the context length.
+// The f16 key/value cache of one sequence (llama.cpp's default cache type is F16), allocated once
+// for the context length, in one of two layouts:
+// - rows: per layer, n_ctx rows of n_head_kv*head_dim halves for K and for V (llama.cpp's layout;
+//   the row attention of --llama-order reads it);
+// - panels: per layer and KV head, K as n_pad/8 panels of head_dim x 8 keys and V as head_dim/8
+//   panels of n_pad x 8 values (n_pad = n_ctx rounded up to 8): the op=dense "weight" layout the
+//   tiled attention multiplies by directly, so nothing is repacked per token.
 #include <cstdint>
 #include <memory>
 
 namespace ckjit::graph {
 
+enum class KvLayout { rows, panels };
+
 class KvCache {
  public:
-  // Not zero-filled: a position is always written before it is read, and untouched pages of a
-  // long context are never faulted in.
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_width)
-      : n_ctx_(n_ctx), width_(kv_width), elems_(size_t(n_layer * n_ctx * kv_width)),
-        k_(new uint16_t[elems_]), v_(new uint16_t[elems_]) {}
-  uint16_t* k(int64_t layer, int64_t pos = 0) { return k_.get() + (layer * n_ctx_ + pos) * width_; }
-  uint16_t* v(int64_t layer, int64_t pos = 0) { return v_.get() + (layer * n_ctx_ + pos) * width_; }
+  // Not zero-filled: a position is written before it is read, and untouched pages of a long
+  // context are never faulted in (panels: see write()).
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout);
+
+  KvLayout layout() const { return layout_; }
   int64_t n_ctx() const { return n_ctx_; }
-  size_t bytes() const { return 2 * elems_ * sizeof(uint16_t); }
+  int64_t n_pad() const { return n_pad_; }
+  size_t bytes() const { return 2 * layer_elems_ * size_t(n_layer_) * sizeof(uint16_t); }
+
+  // Slot `slot` of layer `layer` := f16(k), f16(v) (n_head_kv*head_dim floats each, round to
+  // nearest even). Different slots may be written concurrently.
+  void write(int64_t layer, int64_t slot, const float* k, const float* v);
+  // After slots [0, n_filled) of a layer are written: panels zero the V entries of the slots up to
+  // the next multiple of 8, which a tile reads past the last key (with weight exactly 0, so they
+  // must be finite). Rows: nothing to do.
+  void seal(int64_t layer, int64_t n_filled);
+
+  // rows: the layer's first row (slot j at + j * kv_width).
+  const uint16_t* k_rows(int64_t layer) const { return k_.get() + size_t(layer) * layer_elems_; }
+  const uint16_t* v_rows(int64_t layer) const { return v_.get() + size_t(layer) * layer_elems_; }
+  // panels: KV head h's key panels (n_pad/8 of head_dim x 8) and value panels (head_dim/8 of n_pad x 8).
+  const uint16_t* k_panels(int64_t layer, int64_t h) const { return k_rows(layer) + h * n_pad_ * dh_; }
+  const uint16_t* v_panels(int64_t layer, int64_t h) const { return v_rows(layer) + h * n_pad_ * dh_; }
 
  private:
-  int64_t n_ctx_, width_;
-  size_t elems_;
+  int64_t n_layer_, n_ctx_, n_pad_, n_head_kv_, dh_;
+  KvLayout layout_;
+  size_t layer_elems_;
   std::unique_ptr<uint16_t[]> k_, v_;
 };
 

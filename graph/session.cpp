@@ -17,7 +17,13 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
   if (opt_.n_ctx < 1) throw Error("context length must be at least 1");
   if (opt_.n_ubatch < 1) throw Error("batch size must be at least 1");
   opt_.n_ubatch = std::min(opt_.n_ubatch, opt_.n_ctx);
-  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.kv_width());
+  const bool llama_attention = opt_.attention == AttentionOrder::llama;
+  if (!llama_attention && model_.options().linear.llama_prefill_order)
+    throw Error("the tiled attention and llama.cpp's token-by-token order (--llama-order) exclude each other");
+  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim,
+                                  llama_attention ? KvLayout::rows : KvLayout::panels);
+  const AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim, 1.0f / std::sqrt(float(hp.head_dim))};
+  if (!llama_attention) tiled_ = std::make_unique<TiledAttention>(shape, kv_->n_pad());
 
   // Activation arena for chunks of up to M rows.
   const int64_t M = opt_.n_ubatch, E = hp.n_embd, F = hp.n_ff, Q = hp.q_width(), KV = hp.kv_width();
@@ -33,7 +39,7 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
   s_.ffn = arena_.reserve("ffn", size_t(M * F) * f4);
   // Unfused gate/up scratch: M rows of up, and gate|up of the one decode row.
   s_.ffn_tmp = arena_.reserve("ffn_gate_up", size_t((model_.fused_ffn() ? 2 : std::max<int64_t>(2, M)) * F) * f4);
-  att_scratch_per_worker_ = attention_scratch_floats(hp.head_dim, opt_.n_ctx);
+  att_scratch_per_worker_ = tiled_ ? tiled_->scratch_floats() : attention_scratch_floats(hp.head_dim, opt_.n_ctx);
   s_.att_scratch = arena_.reserve("attention", size_t(pool_.size() * att_scratch_per_worker_) * f4);
   s_.cos = arena_.reserve("rope_cos", size_t(M * hp.head_dim / 2) * f4);
   s_.sin = arena_.reserve("rope_sin", size_t(M * hp.head_dim / 2) * f4);
@@ -136,8 +142,6 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       L.wv->matmul(pool_, qkv.input(2), m, v, KV);
     }
     std::optional<OpTimer> rope_timer(std::in_place, prof, "qk_norm_rope_kv", li);
-    uint16_t* kc = kv_->k(int64_t(il));
-    uint16_t* vc = kv_->v(int64_t(il));
     pool_.run(size_t(m), [&](size_t rr, int) {
       const int64_t r = int64_t(rr);
       float* qr = q + r * Q;
@@ -146,9 +150,9 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       for (int64_t hh = 0; hh < hp.n_head_kv; ++hh) rms_norm(kr + hh * D, L.k_norm, kr + hh * D, D, eps);
       rope.apply(qr, hp.n_head, cosv + r * D / 2, sinv + r * D / 2);
       rope.apply(kr, hp.n_head_kv, cosv + r * D / 2, sinv + r * D / 2);
-      to_f16(kr, kc + (slot0 + r) * KV, KV);
-      to_f16(v + r * KV, vc + (slot0 + r) * KV, KV);
+      kv_->write(int64_t(il), slot0 + r, kr, v + r * KV);
     });
+    kv_->seal(int64_t(il), slot0 + m);
     rope_timer.reset();
     {
       // Attention reads the cache's keys and values up to each row's position: counted as MACs of
@@ -156,7 +160,10 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       double keys = 0;
       for (int64_t r = 0; r < m; ++r) keys += double(slot0 + r + 1);
       OpTimer t(prof, "attention", li, {keys * 2.0 * double(hp.n_head * D), 0});
-      md.attention().run(pool_, as, q, m, slot0, kc, vc, attn, arena_.get<float>(s_.att_scratch), att_scratch_per_worker_);
+      float* scratch = arena_.get<float>(s_.att_scratch);
+      if (tiled_) tiled_->run(pool_, q, m, slot0, *kv_, int64_t(il), attn, scratch);
+      else md.attention().run(pool_, as, q, m, slot0, kv_->k_rows(int64_t(il)), kv_->v_rows(int64_t(il)), attn, scratch,
+                              att_scratch_per_worker_);
     }
     LinearGroup wo{L.wo.get()};
     {

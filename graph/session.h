@@ -14,14 +14,22 @@
 #include "graph/arena.h"
 #include "graph/batch.h"
 #include "graph/kv_cache.h"
+#include "graph/tiled_attention.h"
 #include "graph/text_model.h"
 #include "runtime/op_profile.h"
 
 namespace ckjit::graph {
 
+// The attention's float order. llama: llama.cpp's flash-attention row path (f16 accumulator; the
+// default, so that ckjit stays within llama.cpp's envelope even where llama.cpp's batched and
+// one-token prompts agree to the bit). tiled: graph/tiled_attention.h (f32, 32 x 128 JIT tiles;
+// several times faster on long prompts; not bit-comparable with llama.cpp).
+enum class AttentionOrder { llama, tiled };
+
 struct SessionOptions {
   int64_t n_ctx = 4096;
   int64_t n_ubatch = 512;  // rows per prefill chunk
+  AttentionOrder attention = AttentionOrder::llama;
 };
 
 // The logits decode() returned: rows() rows of n_vocab floats, in batch order of the rows that
@@ -66,6 +74,7 @@ class Session {
   SessionOptions opt_;
   Workers& pool_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<TiledAttention> tiled_;  // AttentionOrder::tiled; null: llama.cpp's row attention
   Arena arena_;
   struct Slots { size_t h0, h1, xn, prep, q, k, v, attn, ffn, ffn_tmp, att_scratch, cos, sin; } s_{};
   int64_t att_scratch_per_worker_ = 0;

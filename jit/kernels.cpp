@@ -45,4 +45,13 @@ void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const 
   reference_kernel(spec, &a);
 }
 
+GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
+  KernelSpec s;
+  s.op = Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = IsaPath::Avx2;
+  s.mr = mr, s.nr = nr, s.kc = int(kc), s.k = k, s.epilogue = ep, s.accumulate = accumulate;
+  const JitKernel& kern = global_code_cache().get(s);
+  kern.require_runnable();
+  return kern.as<GemmFn>();
+}
+
 }  // namespace ckjit::jit

@@ -137,6 +137,8 @@ int run_main(const std::vector<std::string>& args) {
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per image (llama.cpp's default 4096)")
       ("dump-embd", po::value<std::string>(), "write the projector rows as float32 [n_image_rows][n_embd x (1 + deepstack)]")
       ("report", "print the bridge layout: segments, rows, positions, deepstack layers")
+      ("attention", po::value<std::string>()->default_value("llama"),
+       "attention float order: llama (llama.cpp's flash-attention rows, f16 accumulator) | tiled (f32 JIT tiles, faster on long prompts)")
       ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
@@ -233,6 +235,11 @@ int run_main(const std::vector<std::string>& args) {
   sopt.n_ctx = n_ctx;
   sopt.n_ubatch = std::min(vm["batch-size"].as<int>(), n_ctx);
   mopt.linear.plan_rows = sopt.n_ubatch;
+  const std::string attention = vm["attention"].as<std::string>();
+  if (attention != "llama" && attention != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + attention + "'");
+  sopt.attention = attention == "tiled" ? ckjit::graph::AttentionOrder::tiled : ckjit::graph::AttentionOrder::llama;
+  if (sopt.attention == ckjit::graph::AttentionOrder::tiled && vm.count("llama-order"))
+    throw ckjit::Error("--attention tiled and --llama-order exclude each other");
   // The Linear ops take their register blocks, tiles and task split from the planner: the profile's
   // entry for a shape when there is one, the cost model otherwise.
   ckjit::graph::LinearPlanner planner(machine, threads, profile_load.profile, profile_load.path);
@@ -262,6 +269,7 @@ int run_main(const std::vector<std::string>& args) {
     for (const auto& line : model.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
     if (vision)
       for (const auto& line : vision->describe()) std::fprintf(stderr, "vision: %s\n", line.c_str());
+    std::fprintf(stderr, "attention: %s\n", sopt.attention == ckjit::graph::AttentionOrder::tiled ? "tiled (f32 JIT tiles over the panel KV cache)" : "llama.cpp's flash-attention rows (f16 accumulator)");
     std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
                  session.arena_bytes() / 1048576.0, session.kv_bytes() / 1048576.0, threads);
   }

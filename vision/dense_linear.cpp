@@ -28,15 +28,6 @@ void round_bf16(const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-jit::GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, jit::Epilogue ep) {
-  jit::KernelSpec s;
-  s.op = jit::Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = jit::IsaPath::Avx2;
-  s.mr = mr, s.nr = nr, s.kc = int(kc), s.k = k, s.epilogue = ep, s.accumulate = accumulate;
-  const jit::JitKernel& kern = jit::global_code_cache().get(s);
-  kern.require_runnable();
-  return kern.as<jit::GemmFn>();
-}
-
 DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads)
     : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
   if (w.ne[2] != 1 || w.ne[3] != 1 || n_ < 1 || k_ < 1) throw Error(name_ + ": not a matrix (" + w.shape_string() + ")");
@@ -114,7 +105,7 @@ void DenseLinear::build_kernels() {
       for (int acc = 0; acc < 2; ++acc)
         for (jit::Epilogue ep : {jit::Epilogue::Store, jit::Epilogue::Bias, jit::Epilogue::BiasResidual})
           fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + size_t(acc)) * 3 + size_t(ep_index(ep))] =
-              dense_kernel(wtype_, mr, nr, kc_, k_, acc != 0, ep);
+              jit::dense_kernel(wtype_, mr, nr, kc_, k_, acc != 0, ep);
 }
 
 std::string DenseLinear::describe() const {

@@ -15,16 +15,13 @@
 #include "graph/workers.h"
 #include "jit/code_cache.h"
 #include "jit/kernel_args.h"
+#include "jit/kernels.h"
 #include "jit/packed_weights.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/op_profile.h"
 #include "topology/isa.h"
 
 namespace ckjit::vision {
-
-// The op=dense micro-tile kernel for mr rows x nr panels over kc elements of a K of k (the panel
-// stride), from the code cache; Error if it cannot run here.
-jit::GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, jit::Epilogue ep);
 
 class DenseLinear {
  public:

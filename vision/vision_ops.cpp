@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "graph/tile_softmax.h"
 #include "vision/dense_linear.h"
 
 namespace ckjit::vision {
@@ -125,59 +126,6 @@ namespace {
 constexpr int64_t kTq = 32, kTk = 128;
 constexpr int kMr = 4, kNr = 3;
 
-// exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs below -88 give 0.
-__attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
-  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-
-__attribute__((target("avx2"))) inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-__attribute__((target("avx2"))) inline float hmax8(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// Online-softmax step of one score row s (nk raw dot products, `valid` of them real keys): scaled
-// by `scale`, folded into the running max m and sum l; s becomes exp(s * scale - m). Returns alpha,
-// the factor the row's earlier output must be multiplied by.
-__attribute__((target("avx2,fma"))) float softmax_step(float* s, int64_t nk, int64_t valid, float scale, float& m, float& l) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  for (int64_t j = valid; j < nk; ++j) s[j] = ninf;
-  __m256 mx = _mm256_loadu_ps(s);
-  for (int64_t j = 8; j < nk; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-  const float m_new = std::max(m, hmax8(mx) * scale);  // scale > 0: the max of the scaled scores
-  const float alpha = m == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
-  const __m256 mv = _mm256_set1_ps(m_new), sc = _mm256_set1_ps(scale);
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < nk; j += 8) {
-    const __m256 p = exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), sc, mv));
-    _mm256_storeu_ps(s + j, p);
-    sum = _mm256_add_ps(sum, p);
-  }
-  l = l * alpha + hsum8(sum);
-  m = m_new;
-  return alpha;
-}
-
 void call(const void* fn, const jit::GemmArgs& a) { reinterpret_cast<jit::GemmFn>(const_cast<void*>(fn))(&a); }
 
 }  // namespace
@@ -192,11 +140,11 @@ VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, in
   const int64_t last_nk = n_pad_ % kTk ? n_pad_ % kTk : kTk;
   for (int mr = 1; mr <= kMr; ++mr)
     for (int nr = 1; nr <= kNr; ++nr)
-      score_fns_.push_back(reinterpret_cast<const void*>(dense_kernel(TensorType::F16, mr, nr, dh_, dh_, false, jit::Epilogue::Store)));
+      score_fns_.push_back(reinterpret_cast<const void*>(jit::dense_kernel(TensorType::F16, mr, nr, dh_, dh_, false, jit::Epilogue::Store)));
   for (int64_t nk : {std::min(kTk, n_pad_), last_nk})
     for (int mr = 1; mr <= kMr; ++mr)
       for (int nr = 1; nr <= kNr; ++nr)
-        pv_fns_.push_back(reinterpret_cast<const void*>(dense_kernel(TensorType::F16, mr, nr, nk, n_pad_, true, jit::Epilogue::Store)));
+        pv_fns_.push_back(reinterpret_cast<const void*>(jit::dense_kernel(TensorType::F16, mr, nr, nk, n_pad_, true, jit::Epilogue::Store)));
 }
 
 VisionAttention::~VisionAttention() = default;
@@ -229,7 +177,7 @@ void VisionAttention::attend_tile(const float* q, int64_t ldq, int64_t rows, con
     }
     const int64_t valid = std::min(nk, n_ - kb);
     for (int64_t r = 0; r < rows; ++r) {
-      const float alpha = softmax_step(S + r * kTk, nk, valid, scale, M[r], L[r]);
+      const float alpha = graph::softmax_step(S + r * kTk, nk, valid, scale, M[r], L[r]);
       if (kb > 0 && alpha != 1.0f)  // x * 1 == x: skipping it changes no bit
         for (int64_t d = 0; d < dh_; ++d) O[r * dh_ + d] *= alpha;
     }

@@ -53,7 +53,7 @@ TEST_CASE("numerical contract: --dump-logits is byte-identical across ISA caps a
   const int budget = topo::detect_machine().usable_cpus;
   if (budget > 2) threads.push_back(budget);
 
-  for (const char* mode : {"", "--llama-order"}) {
+  for (const char* mode : {"", "--llama-order", "--attention tiled"}) {
     CAPTURE(mode);
     std::string first, first_name;
     for (const std::string& cap : caps)

@@ -1,0 +1,68 @@
+#pragma once
+// The online-softmax step of the tiled attentions (the vision tower's full attention and the
+// decoder's causal one): AVX2 code, the floor every ckjit CPU runs, so the bits are the same on
+// every ISA path.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace ckjit::graph {
+
+// exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs at or below -88
+// (masked keys: -inf) give exactly 0: the exponent field of 2^-127 is 0.
+__attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2"))) inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+__attribute__((target("avx2"))) inline float hmax8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Online-softmax step of one score row s (nk raw dot products, `valid` of them real keys): scaled
+// by `scale`, folded into the running max m and sum l; s becomes exp(s * scale - m). Returns alpha,
+// the factor the row's earlier output must be multiplied by (exactly 1 when no key of s is valid:
+// masked keys then leave the row as it was).
+__attribute__((target("avx2,fma"))) inline float softmax_step(float* s, int64_t nk, int64_t valid, float scale, float& m, float& l) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t j = valid; j < nk; ++j) s[j] = ninf;
+  __m256 mx = _mm256_loadu_ps(s);
+  for (int64_t j = 8; j < nk; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+  const float m_new = std::max(m, hmax8(mx) * scale);  // scale > 0: the max of the scaled scores
+  const float alpha = m == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
+  const __m256 mv = _mm256_set1_ps(m_new), sc = _mm256_set1_ps(scale);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < nk; j += 8) {
+    const __m256 p = exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), sc, mv));
+    _mm256_storeu_ps(s + j, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  l = l * alpha + hsum8(sum);
+  m = m_new;
+  return alpha;
+}
+
+}  // namespace ckjit::graph

@@ -1,0 +1,45 @@
+#pragma once
+// Causal GQA attention of the decoder over the panel KV cache (KvLayout::panels), for any number
+// of query rows (a prefill chunk or one decode row), in tiles: a tile is one KV head and up to
+// 32 / group query positions of every query head of its group (the rows share the key and value
+// panels), over key blocks of 128 with an online softmax, so no score matrix is ever larger than
+// 32 x 128. Both products are op=dense JIT tiles (AVX2 code, the floor every ckjit CPU runs):
+// S = Q K^T (one FMA chain over head_dim per score, then * scale inside the softmax) and
+// O = alpha O + P V (one chain over the keys per output, continued across key blocks).
+// Float order: Q rounded to f16 (as llama.cpp's flash attention), K and V f16 from the cache,
+// scores, softmax and the weighted sum in f32; keys past a row's position get weight exactly 0.
+// A row's result depends only on its query and the keys it sees: the same bits for any chunking,
+// thread count or ISA path, and a prompt evaluated as one batch equals it evaluated row by row.
+// (--llama-order keeps llama.cpp's row attention with its f16 accumulator: graph/layer_ops.h.)
+#include <cstdint>
+#include <vector>
+
+#include "graph/kv_cache.h"
+#include "graph/layer_ops.h"
+#include "graph/workers.h"
+
+namespace ckjit::graph {
+
+class TiledAttention {
+ public:
+  // Emits the kernels for this shape and a cache of n_pad slots (KvCache::n_pad()).
+  TiledAttention(const AttentionShape& s, int64_t n_pad);
+  // Floats of scratch one worker needs.
+  int64_t scratch_floats() const { return rows_cap_ * (kTk + 2 * s_.head_dim + 2); }
+  // out[i] = attention of query row i (position slot pos0 + i; it sees cache slots [0, pos0 + i]) for
+  // m rows of n_head*head_dim floats. scratch: scratch_floats() per worker.
+  void run(Workers& pool, const float* q, int64_t m, int64_t pos0, const KvCache& kv, int64_t layer, float* out,
+           float* scratch) const;
+
+ private:
+  static constexpr int64_t kTk = 128;  // keys per block
+  static constexpr int kMr = 4, kNr = 3;
+  void attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, const float* q, int64_t i0, int64_t rows_per_head,
+                   int64_t pos0, float* out, float* scratch) const;
+  AttentionShape s_;
+  int64_t group_, positions_per_tile_, rows_cap_, n_pad_;
+  std::vector<const void*> score_fns_;  // [mr-1][nr-1]
+  std::vector<const void*> pv_fns_;     // [nk/8-1][mr-1][nr-1]
+};
+
+}  // namespace ckjit::graph
