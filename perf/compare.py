@@ -94,6 +94,8 @@ def main():
     ap.add_argument("--page-side", type=int, default=1024)
     ap.add_argument("--cases", default="text,empty,page")
     ap.add_argument("--no-kernels", action="store_true", help="skip the Gate-Up SwiGLU kernel run (bench_kernels)")
+    ap.add_argument("--also", action="append", default=[],
+                    help="another ckjit side: extra `ckjit run` flags, e.g. --also='--attention tiled' (repeatable)")
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--results", default=None)
     a = ap.parse_args()
@@ -153,22 +155,26 @@ def main():
     ckargs = {"text": ["-f", prompt, "-n", str(a.tg + 1), "-c", str(a.pp + a.tg + 64)],
               "empty": ["-p", "the", "-n", str(a.tg + 1), "-c", str(a.tg + 64)],
               "page": ["--mmproj", mmproj, "--image", page, "-p", PAGE_PROMPT, "-n", str(a.page_tg + 1), "-c", "4096"]}
-    res = {c: {"ckjit": [], "llama.cpp": []} for c in cases}
+    # ckjit's sides: its default, then each --also variant (extra `ckjit run` flags), all against llama.cpp.
+    variants = [("ckjit", [])] + [(f"ckjit {v}", v.split()) for v in a.also]
+    sides = [name for name, _ in variants] + ["llama.cpp"]
+    res = {c: {side: [] for side in sides} for c in cases}
     for r in range(1, rounds + 1):
         for c in cases:
-            for side in ("ckjit", "llama.cpp"):
-                out, err = os.path.join(work, f"{c}.{side}.{r}.out"), os.path.join(work, f"{c}.{side}.{r}.err")
-                if side == "ckjit":
-                    cmd = [ck, "run", "-m", model, *ckargs[c], "--ignore-eos", "-t", T, "--profile"]
+            for si, side in enumerate(sides):
+                out, err = os.path.join(work, f"{c}.{si}.{r}.out"), os.path.join(work, f"{c}.{si}.{r}.err")
+                if side != "llama.cpp":
+                    cmd = [ck, "run", "-m", model, *ckargs[c], "--ignore-eos", "-t", T, "--profile", *variants[si][1]]
                 else:
                     cmd = [a.peer, "image" if c == "page" else "complete", "-m", model, *ckargs[c], "--ignore-eos", "-t", T]
                 wall, rss = run_child(cmd, out, err)
-                d = parse_ckjit(err) if side == "ckjit" else parse_peer(out)
+                d = parse_peer(out) if side == "llama.cpp" else parse_ckjit(err)
                 d["wall_s"], d["rss_mib"] = wall, rss
                 res[c][side].append(d)
-            ckr, llr = res[c]["ckjit"][-1], res[c]["llama.cpp"][-1]
-            if ckr["n_prompt"] != llr["n_prompt"]:
-                sys.exit(f"compare: {c}: the prompts differ ({ckr['n_prompt']} vs {llr['n_prompt']} rows)")
+            for side in sides[:-1]:
+                if res[c][side][-1]["n_prompt"] != res[c]["llama.cpp"][-1]["n_prompt"]:
+                    sys.exit(f"compare: {c}: the prompts differ ({res[c][side][-1]['n_prompt']} vs "
+                             f"{res[c]['llama.cpp'][-1]['n_prompt']} rows)")
         print(f"round {r} done, load average {open('/proc/loadavg').read().split(' ')[0]}", flush=True)
     roof1, _ = roofline()
     roof = {k: max(roof0[k], roof1[k]) for k in roof0}  # the best seen: other tenants only ever lower it
@@ -194,36 +200,37 @@ def main():
                     ("page", "page: process wall time", "s", lambda d: d["wall_s"], False),
                     ("page", "load: model + mmproj to the first op", "s", lambda d: d["load_ms"] / 1e3, False),
                     ("page", "peak RSS, page", "MiB", lambda d: d["rss_mib"], False)]
-    rows, med = [], {}
+    def stat(case, side, fn):
+        v = [fn(d) for d in res[case][side]]
+        return statistics.median(v), min(v), max(v)
+    rows, med = [], {}  # med[(side, label)] = (median, llama.cpp's median, ratio)
     for case, label, unit, fn, higher in metrics:
-        cv = [fn(d) for d in res[case]["ckjit"]]
-        lv = [fn(d) for d in res[case]["llama.cpp"]]
-        cm, lm = statistics.median(cv), statistics.median(lv)
-        ratio = cm / lm if lm else 0.0
-        med[label] = (cm, lm, ratio)
-        rows.append(f"| {label} | {cm:.2f} ({min(cv):.2f}-{max(cv):.2f}) | {lm:.2f} ({min(lv):.2f}-{max(lv):.2f}) | {unit} | "
-                    f"{ratio:.2f}x{'' if higher else ' (lower is better)'} |")
+        lm, llo, lhi = stat(case, "llama.cpp", fn)
+        cells = []
+        for side in sides[:-1]:
+            cm, clo, chi = stat(case, side, fn)
+            ratio = cm / lm if lm else 0.0
+            med[(side, label)] = (cm, lm, ratio)
+            cells.append(f"{cm:.2f} ({clo:.2f}-{chi:.2f}) = {ratio:.2f}x")
+        rows.append(f"| {label} ({unit}{'' if higher else ', lower is better'}) | " + " | ".join(cells) +
+                    f" | {lm:.2f} ({llo:.2f}-{lhi:.2f}) |")
 
     # Rooflines from ckjit's own work counts (MACs, weight bytes per token) of the median run.
-    def median_run(case, key):
-        runs = sorted(res[case]["ckjit"], key=key)
+    def median_run(case, side, key):
+        runs = sorted(res[case][side], key=key)
         return runs[len(runs) // 2]
     roof_rows = []
     def share(label, case, phase, ms_of, ceiling, kind):
-        ckd = median_run(case, ms_of)
-        prof = ckd["profile"].get(phase)
+        prof = median_run(case, "ckjit", ms_of)["profile"].get(phase)
         if not prof:
             return
-        lld = sorted(res[case]["llama.cpp"], key=ms_of)[len(res[case]["llama.cpp"]) // 2]
-        if kind == "macs":
-            rate = lambda ms: prof["macs"] / (ms / 1e3) / 1e9
-            unit, ceil = "GMAC/s", roof[ceiling]
-        else:  # weight bytes per step over the phase's time
-            rate = lambda ms: prof["weight_bytes"] / (ms / 1e3) / 1e9
-            unit, ceil = "GB/s", roof["dram_gbs"]
-        c, l = rate(ms_of(ckd)), rate(ms_of(lld))
-        roof_rows.append(f"| {label} | {c:.1f} {unit} = {100 * c / ceil:.0f}% | {l:.1f} {unit} = {100 * l / ceil:.0f}% | "
-                         f"{ceiling if kind == 'macs' else 'dram'} {ceil:.1f} |")
+        unit, ceil = ("GMAC/s", roof[ceiling]) if kind == "macs" else ("GB/s", roof["dram_gbs"])
+        work_units = prof["macs"] if kind == "macs" else prof["weight_bytes"]
+        cells = []
+        for side in sides:
+            rate = work_units / (ms_of(median_run(case, side, ms_of)) / 1e3) / 1e9
+            cells.append(f"{rate:.1f} {unit} = {100 * rate / ceil:.0f}%")
+        roof_rows.append(f"| {label} | " + " | ".join(cells) + f" | {ceiling if kind == 'macs' else 'dram'} {ceil:.1f} |")
     if "text" in cases:
         share(f"pp{a.pp} prefill", "text", "text_prefill", lambda d: d["prefill_ms"], "int8_gmacs", "macs")
         share(f"tg{a.tg} after the prompt (weights only)", "text", "decode", lambda d: d["decode_ms"], None, "bytes")
@@ -244,62 +251,76 @@ def main():
     avx512 = "avx512" in info
     pp_target = 2.5 if avx512 else 2.0
     targets = []
-    def target(label, ok, want):
-        targets.append(f"| {label} | {want} | {'holds' if ok else 'MISSED'} |")
-    if "text" in cases:
-        target(f"pp{a.pp} prefill", med[f"pp{a.pp} prefill"][2] >= pp_target, f">= {pp_target}x")
-        target(f"tg{a.tg} after the prompt", med[f"tg{a.tg} after {a.pp}-token prompt"][2] >= 1.2, ">= 1.2x")
-    if "empty" in cases:
-        ckd = median_run("empty", lambda d: d["decode_ms"])
-        prof = ckd["profile"].get("decode", {})
-        pct = prof.get("weight_bytes", 0) / (ckd["decode_ms"] / 1e3) / 1e9 / roof["dram_gbs"] if ckd["decode_ms"] else 0
-        target(f"tg{a.tg} from an empty cache: {100 * pct:.0f}% of DRAM roofline", pct >= 0.9, ">= 90% of DRAM read")
-    if "page" in cases:
-        target("image encode", 1 / med["page: image encode"][2] >= 3, ">= 3x")
-        target("image-row prefill", 1 / med["page: image-row prefill"][2] >= 2, ">= 2x")
-        target("whole page", med[f"page: encode + prefill + {a.page_tg} tokens"][2] <= 0.4, "<= 0.4x llama.cpp's time")
-        target("load (2b pair, warm cache)", med["load: model + mmproj to the first op"][0] <= 1.0, "<= 1 s")
-        target("peak RSS (page)", med["peak RSS, page"][2] <= 0.75, "<= 0.75x llama.cpp's")
-
-    # ckjit's per-op profile of the median run of each phase.
-    prof_rows = []
-    for case, phase, ms_of in (("text", "text_prefill", lambda d: d["prefill_ms"]), ("text", "decode", lambda d: d["decode_ms"]),
-                               ("empty", "decode", lambda d: d["decode_ms"]), ("page", "encode", lambda d: d["encode_ms"]),
-                               ("page", "image_prefill", lambda d: d["img_prefill_ms"]), ("page", "decode", lambda d: d["decode_ms"])):
-        if case not in cases:
-            continue
-        prof = median_run(case, ms_of)["profile"].get(phase)
-        if not prof:
-            continue
-        ops = sorted(prof["ops"].items(), key=lambda kv: -kv[1][0])
+    def target(label, want, check):
         cells = []
-        for op, (ms, macs, b) in ops[:6]:
-            extra = ""
-            if macs and phase != "decode":
-                ceil = roof["f32_gmacs"] if phase == "encode" else roof["int8_gmacs"]
-                extra = f", {macs / ms / 1e6:.0f} GMAC/s = {100 * macs / ms / 1e6 / ceil:.0f}%"
-            elif b and phase == "decode":
-                extra = f", {b / ms / 1e6:.1f} GB/s = {100 * b / ms / 1e6 / roof['dram_gbs']:.0f}%"
-            cells.append(f"{op} {100 * ms / prof['ms']:.0f}%{extra}")
-        prof_rows.append(f"| {case} / {phase} | {prof['ms']:.0f} ms | " + "; ".join(cells) + " |")
+        for side in sides[:-1]:
+            ok, shown = check(side)
+            cells.append(f"{shown}: {'holds' if ok else 'MISSED'}")
+        targets.append(f"| {label} | {want} | " + " | ".join(cells) + " |")
+    def ratio_check(label, good):
+        return lambda side: (good(med[(side, label)][2]), f"{med[(side, label)][2]:.2f}x")
+    if "text" in cases:
+        target(f"pp{a.pp} prefill", f">= {pp_target}x", ratio_check(f"pp{a.pp} prefill", lambda r: r >= pp_target))
+        target(f"tg{a.tg} after the prompt", ">= 1.2x", ratio_check(f"tg{a.tg} after {a.pp}-token prompt", lambda r: r >= 1.2))
+    if "empty" in cases:
+        def dram_share(side):
+            ckd = median_run("empty", side, lambda d: d["decode_ms"])
+            prof = ckd["profile"].get("decode", {})
+            pct = prof.get("weight_bytes", 0) / (ckd["decode_ms"] / 1e3) / 1e9 / roof["dram_gbs"] if ckd["decode_ms"] else 0
+            return pct >= 0.9, f"{100 * pct:.0f}%"
+        target(f"tg{a.tg} from an empty cache", ">= 90% of DRAM read", dram_share)
+    if "page" in cases:
+        target("image encode", ">= 3x (speed)", lambda side: (1 / med[(side, "page: image encode")][2] >= 3,
+                                                               f"{1 / med[(side, 'page: image encode')][2]:.2f}x"))
+        target("image-row prefill", ">= 2x (speed)", lambda side: (1 / med[(side, "page: image-row prefill")][2] >= 2,
+                                                                    f"{1 / med[(side, 'page: image-row prefill')][2]:.2f}x"))
+        target("whole page", "<= 0.4x llama.cpp's time",
+               ratio_check(f"page: encode + prefill + {a.page_tg} tokens", lambda r: r <= 0.4))
+        target("load (model + mmproj, warm cache)", "<= 1 s", lambda side: (med[(side, "load: model + mmproj to the first op")][0] <= 1.0,
+                                                                          f"{med[(side, 'load: model + mmproj to the first op')][0]:.2f} s"))
+        target("peak RSS (page)", "<= 0.75x llama.cpp's", ratio_check("peak RSS, page", lambda r: r <= 0.75))
+
+    # ckjit's per-op profile of the median run of each phase, for each ckjit side.
+    prof_rows = []
+    for side in sides[:-1]:
+        for case, phase, ms_of in (("text", "text_prefill", lambda d: d["prefill_ms"]), ("text", "decode", lambda d: d["decode_ms"]),
+                                   ("empty", "decode", lambda d: d["decode_ms"]), ("page", "encode", lambda d: d["encode_ms"]),
+                                   ("page", "image_prefill", lambda d: d["img_prefill_ms"]), ("page", "decode", lambda d: d["decode_ms"])):
+            if case not in cases:
+                continue
+            prof = median_run(case, side, ms_of)["profile"].get(phase)
+            if not prof:
+                continue
+            ops = sorted(prof["ops"].items(), key=lambda kv: -kv[1][0])
+            cells = []
+            for op, (ms, macs, b) in ops[:6]:
+                extra = ""
+                if macs and phase != "decode":
+                    ceil = roof["f32_gmacs"] if phase == "encode" else roof["int8_gmacs"]
+                    extra = f", {macs / ms / 1e6:.0f} GMAC/s = {100 * macs / ms / 1e6 / ceil:.0f}%"
+                elif b and phase == "decode":
+                    extra = f", {b / ms / 1e6:.1f} GB/s = {100 * b / ms / 1e6 / roof['dram_gbs']:.0f}%"
+                cells.append(f"{op} {100 * ms / prof['ms']:.0f}%{extra}")
+            prof_rows.append(f"| {side} | {case} / {phase} | {prof['ms']:.0f} ms | " + "; ".join(cells) + " |")
 
     commit = sh(["git", "-C", a.root, "rev-parse", "--short", "HEAD"]).strip()
     dirty = sh(["git", "-C", a.root, "status", "--porcelain", "--untracked-files=no"]).strip()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md = [f"## perf/compare {now}, commit {commit}{' (+ local changes)' if dirty else ''}, preset {a.preset}", "",
-          f"Machine: `{info}`. Threads {T}, {rounds} rounds alternated (ckjit, llama.cpp) in fresh processes; "
+          f"Machine: `{info}`. Threads {T}, {rounds} rounds alternated ({', '.join(sides)}) in fresh processes; "
           f"load average {loads[0].split(' ')[0]} at start, {loads[1].split(' ')[0]} at end. Peer: peer-cli (llama.cpp b10256 + mtmd).",
           f"Ceilings measured in this run (bench_roofline, best of the runs before and after): int8 {roof['int8_gmacs']:.1f} GMAC/s, "
           f"f32 FMA {roof['f32_gmacs']:.1f} GMAC/s, bf16 {roof['bf16_gmacs']:.1f} GMAC/s, DRAM read {roof['dram_gbs']:.1f} GB/s.", "",
-          "| case | ckjit median (min-max) | llama.cpp median (min-max) | unit | ckjit / llama.cpp |",
-          "|---|---|---|---|---|", *rows, "",
+          "| case | " + " | ".join(f"{side} median (min-max) = / llama.cpp" for side in sides[:-1]) + " | llama.cpp median (min-max) |",
+          "|---" * (len(sides) + 1) + "|", *rows, "",
           "Roofline shares (work counted by ckjit's profile: MACs of the phase, or weight bytes read per decode step):", "",
-          "| phase | ckjit | llama.cpp | ceiling |", "|---|---|---|---|", *roof_rows, ""]
+          "| phase | " + " | ".join(sides) + " | ceiling |", "|---" * (len(sides) + 2) + "|", *roof_rows, ""]
     if kernel_line:
         md += [f"Gate-Up SwiGLU at the 8B prefill shape (bench_kernels): `{kernel_line}`", ""]
-    md += ["Targets:", "", "| target | wanted | |", "|---|---|---|", *targets, "",
+    md += ["Targets (ratios ckjit / llama.cpp unless marked speed):", "",
+           "| target | wanted | " + " | ".join(sides[:-1]) + " |", "|---" * (len(sides) + 1) + "|", *targets, "",
            "ckjit's per-op profile (median run; share of the phase, rate and share of its ceiling):", "",
-           "| case / phase | time | top ops |", "|---|---|---|", *prof_rows, ""]
+           "| side | case / phase | time | top ops |", "|---|---|---|---|", *prof_rows, ""]
     text = "\n".join(md)
     print(text)
     if not a.no_append:
