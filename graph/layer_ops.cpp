@@ -147,15 +147,18 @@ __attribute__((target("avx2,fma,f16c"))) void mad_f16_avx2(uint16_t* y, const ui
 template <float (*Dot)(const uint16_t*, const float*, int64_t), void (*Scale)(uint16_t*, int64_t, float),
           void (*Mad)(uint16_t*, const uint16_t*, int64_t, float)>
 void attention_row(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* kb, const uint16_t* vb,
-                   int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc) {
+                   int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc, float* scores) {
   const int64_t D = s.head_dim;
   to_f16(q, qh, D);
   float qf[kMaxHeadDim];
   for (int64_t d = 0; d < D; ++d) qf[d] = h2f(qh[d]);
+  // Every score first: the dots are independent, so they overlap in the core instead of waiting on
+  // the softmax chain of the previous key (the same products and sums, so the same bits).
+  for (int64_t j = 0; j < n_keys; ++j) scores[j] = Dot(kb + j * kv_width, qf, D) * s.scale;
   std::fill(acc, acc + D, uint16_t(0));
   float S = 0.0f, M = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float sc = Dot(kb + j * kv_width, qf, D) * s.scale;
+    const float sc = scores[j];
     const float Mold = M;
     float ms = 1.0f, vs = 1.0f;
     if (sc > M) {
@@ -317,9 +320,10 @@ void Attention::run(Workers& pool, const AttentionShape& s, const float* q, int6
   if (D > kMaxHeadDim) throw Error("attention: head dim " + std::to_string(D) + " is above " + std::to_string(kMaxHeadDim));
   pool.run(size_t(m * s.n_head), [&](size_t task, int worker) {
     const int64_t i = int64_t(task) / s.n_head, h = int64_t(task) % s.n_head, kvh = h / group;
-    uint16_t* qh = reinterpret_cast<uint16_t*>(scratch + worker * scratch_per_worker);
+    float* mine = scratch + worker * scratch_per_worker;  // qh, acc: D halves each (D floats); then the scores
+    uint16_t* qh = reinterpret_cast<uint16_t*>(mine);
     row_(s, q + i * q_width + h * D, pos0 + i + 1, k_cache + kvh * D, v_cache + kvh * D, kv_width,
-         out + i * q_width + h * D, qh, qh + D);
+         out + i * q_width + h * D, qh, qh + D, mine + D);
   });
 }
 

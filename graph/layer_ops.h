@@ -39,9 +39,9 @@ class Attention {
            const uint16_t* v_cache, float* out, float* scratch, int64_t scratch_per_worker) const;
 
   // One query row of one head over n_keys keys (the per-task body of run()); qh and acc: head_dim
-  // halves of scratch each. For tests.
+  // halves of scratch each, scores: n_keys floats. For tests.
   using RowFn = void (*)(const AttentionShape& s, const float* q, int64_t n_keys, const uint16_t* k, const uint16_t* v,
-                         int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc);
+                         int64_t kv_width, float* out, uint16_t* qh, uint16_t* acc, float* scores);
   RowFn row() const { return row_; }
 
  private:

@@ -225,7 +225,9 @@ TEST_CASE("layer ops isa: AVX2 attention equals the scalar emulation of llama.cp
       // one row through row() directly
       std::vector<float> got(static_cast<size_t>(D)), want(static_cast<size_t>(D));
       std::vector<uint16_t> scratch(static_cast<size_t>(2 * D));
-      avx2.row()(c.s, c.q.data(), n_keys, c.k.data(), c.v.data(), 2 * D, got.data(), scratch.data(), scratch.data() + D);
+      std::vector<float> scores(static_cast<size_t>(n_keys));
+      avx2.row()(c.s, c.q.data(), n_keys, c.k.data(), c.v.data(), 2 * D, got.data(), scratch.data(), scratch.data() + D,
+                 scores.data());
       attention_row_ref(c.s, c.q.data(), n_keys, c.k.data(), c.v.data(), 2 * D, want.data());
       CHECK(same_bits(got, want));
       ++rows;
