@@ -1,4 +1,5 @@
 // Panel allocation and the thread split shared by the repack_* functions.
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,7 +20,18 @@ void parallel_ranges(int64_t count, int threads, const std::function<void(int64_
   for (auto& th : pool) th.join();
 }
 
+std::unique_ptr<uint8_t, FreeDeleter> alloc_packed(size_t bytes, const char* what) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  if (!p) throw Error(std::string(what) + ": out of memory for " + std::to_string(bytes) + " bytes");
+  return std::unique_ptr<uint8_t, FreeDeleter>(static_cast<uint8_t*>(p));
+}
+
 namespace detail {
+
+bool simd_repack_available() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
 
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes) {
   if (panel != 8 && panel != 16) throw Error("repack: panel must be 8 or 16 rows");
@@ -35,10 +47,7 @@ PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t
   w.n_panels = (n + panel - 1) / panel;
   w.block_bytes = block_bytes;
   w.panel_stride = block_bytes * (k / kb);
-  size_t bytes = size_t(w.n_panels * w.panel_stride);
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw Error("repack: out of memory for " + std::to_string(bytes) + " bytes");
-  w.data.reset(static_cast<uint8_t*>(p));
+  w.data = alloc_packed(size_t(w.n_panels * w.panel_stride), "repack");
   return w;
 }
 
