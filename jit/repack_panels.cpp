@@ -1,4 +1,7 @@
 // Panel allocation and the thread split shared by the repack_* functions.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -18,6 +21,30 @@ void parallel_ranges(int64_t count, int threads, const std::function<void(int64_
     pool.emplace_back([=, &fn] { fn(b, e); });
   }
   for (auto& th : pool) th.join();
+}
+
+namespace {
+
+// Faults in the whole pages of [p, p + bytes) for writing; advice only (kernels before 5.14 refuse
+// it, and the writes then fault page by page).
+void populate_for_write(uint8_t* p, int64_t bytes) {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = uintptr_t(p) / page * page, end = (uintptr_t(p) + uintptr_t(bytes) + page - 1) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+}
+
+}  // namespace
+
+void for_each_panel(PackedWeights& w, int threads, const std::function<void(int64_t)>& fn) {
+  constexpr int64_t kChunkBytes = 256 << 10;
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(1, w.panel_stride));
+  parallel_ranges(w.n_panels, threads, [&](int64_t p0, int64_t p1) {
+    for (int64_t c0 = p0; c0 < p1; c0 += chunk) {
+      const int64_t c1 = std::min(p1, c0 + chunk);
+      populate_for_write(w.data.get() + c0 * w.panel_stride, (c1 - c0) * w.panel_stride);
+      for (int64_t p = c0; p < c1; ++p) fn(p);
+    }
+  });
 }
 
 std::unique_ptr<uint8_t, FreeDeleter> alloc_packed(size_t bytes, const char* what) {

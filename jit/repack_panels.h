@@ -21,7 +21,6 @@ PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t
 //    full panel at once, every byte of the super-block written (padding zeroed) — the same bytes
 //    as pack, without the zero fill (a second pass over ~1 GB) and with whole-vector stores.
 // pack_full is used where `simd` and the CPU allow it; pass nullptr where a type has none.
-// Panels are split over the threads.
 template <class Block, class Pack, class PackFull>
 PackedWeights repack_panels(TensorType type, const Block* src, int64_t n, int64_t k, int panel, int threads,
                             int64_t block_bytes, bool simd, Pack pack, PackFull pack_full) {
@@ -29,20 +28,18 @@ PackedWeights repack_panels(TensorType type, const Block* src, int64_t n, int64_
   const int64_t nb = w.panel_stride / block_bytes;
   constexpr bool has_full = !std::is_same_v<PackFull, std::nullptr_t>;
   const bool fast = has_full && simd && simd_repack_available();
-  parallel_ranges(w.n_panels, threads, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* pp = w.data.get() + p * w.panel_stride;
-      const Block* rows = src + p * panel * nb;
-      if constexpr (has_full) {
-        if (fast && (p + 1) * panel <= n) {
-          for (int64_t b = 0; b < nb; ++b) pack_full(rows + b, nb, pp + b * block_bytes);
-          continue;
-        }
+  for_each_panel(w, threads, [&](int64_t p) {
+    uint8_t* pp = w.data.get() + p * w.panel_stride;
+    const Block* rows = src + p * panel * nb;
+    if constexpr (has_full) {
+      if (fast && (p + 1) * panel <= n) {
+        for (int64_t b = 0; b < nb; ++b) pack_full(rows + b, nb, pp + b * block_bytes);
+        return;
       }
-      std::memset(pp, 0, size_t(w.panel_stride));
-      for (int l = 0; l < panel && p * panel + l < n; ++l)
-        for (int64_t b = 0; b < nb; ++b) pack(rows[l * nb + b], pp + b * block_bytes, l);
     }
+    std::memset(pp, 0, size_t(w.panel_stride));
+    for (int l = 0; l < panel && p * panel + l < n; ++l)
+      for (int64_t b = 0; b < nb; ++b) pack(rows[l * nb + b], pp + b * block_bytes, l);
   });
   return w;
 }

@@ -89,11 +89,9 @@ void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threa
   w_.data = jit::alloc_packed(size_t(w_.bytes()), name_.c_str());
   const uint8_t* src = rows_f32 ? reinterpret_cast<const uint8_t*>(rows_f32) : reinterpret_cast<const uint8_t*>(rows_16);
   const bool simd = jit::detail::simd_repack_available();
-  jit::parallel_ranges(w_.n_panels, std::max(1, threads), [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      if (simd && (p + 1) * 8 <= n_) pack_full_panel(src, es, p);
-      else pack_panel_scalar(src, es, p);
-    }
+  jit::for_each_panel(w_, std::max(1, threads), [&](int64_t p) {
+    if (simd && (p + 1) * 8 <= n_) pack_full_panel(src, es, p);
+    else pack_panel_scalar(src, es, p);
   });
 }
 
