@@ -14,10 +14,12 @@ namespace ckjit::jit::detail {
 bool simd_repack_available();
 
 #define CKJIT_AVX2 __attribute__((target("avx2")))
+// Inlined into their (CKJIT_AVX2) callers: a call per 8 x 8 block spills the row pointers.
+#define CKJIT_AVX2_INLINE __attribute__((target("avx2"), always_inline)) inline
 
 // 8 x 8 of 32-bit elements: src[i] points at 8 elements of row i; output row j goes to
 // dst + j * dst_stride (bytes; unaligned is fine).
-CKJIT_AVX2 inline void transpose8x8_32(const uint8_t* const src[8], uint8_t* dst, int64_t dst_stride) {
+CKJIT_AVX2_INLINE void transpose8x8_32(const uint8_t* const src[8], uint8_t* dst, int64_t dst_stride) {
   __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(src[i]));
   // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves: the classic three
@@ -41,7 +43,7 @@ CKJIT_AVX2 inline void transpose8x8_32(const uint8_t* const src[8], uint8_t* dst
 }
 
 // 8 x 8 of 16-bit elements, as transpose8x8_32.
-CKJIT_AVX2 inline void transpose8x8_16(const uint8_t* const src[8], uint8_t* dst, int64_t dst_stride) {
+CKJIT_AVX2_INLINE void transpose8x8_16(const uint8_t* const src[8], uint8_t* dst, int64_t dst_stride) {
   __m128i r[8], a[8], b[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[i]));
   for (int i = 0; i < 4; ++i) {
@@ -57,6 +59,29 @@ CKJIT_AVX2 inline void transpose8x8_16(const uint8_t* const src[8], uint8_t* dst
   for (int q = 0; q < 4; ++q) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * q) * dst_stride), _mm_unpacklo_epi64(b[q], b[4 + q]));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * q + 1) * dst_stride), _mm_unpackhi_epi64(b[q], b[4 + q]));
+  }
+}
+
+// 8 rows of 16 bytes, transposed: byte q of rows 0..7 goes to the 8 bytes at dst + q * dst_stride.
+CKJIT_AVX2_INLINE void transpose8x16_8(const __m128i r[8], uint8_t* dst, int64_t dst_stride) {
+  __m128i a[8], b[8];
+  for (int i = 0; i < 4; ++i) {  // 16-bit units q: (row 2i, row 2i+1) of byte q
+    a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // 32-bit units: rows 0-3 (b[0..3]) and rows 4-7 (b[4..7])
+    b[4 * h + 0] = _mm_unpacklo_epi16(a[4 * h + 0], a[4 * h + 2]);
+    b[4 * h + 1] = _mm_unpackhi_epi16(a[4 * h + 0], a[4 * h + 2]);
+    b[4 * h + 2] = _mm_unpacklo_epi16(a[4 * h + 1], a[4 * h + 3]);
+    b[4 * h + 3] = _mm_unpackhi_epi16(a[4 * h + 1], a[4 * h + 3]);
+  }
+  // b[g] (g = 0..3) holds rows 0-3 of bytes 4g..4g+3, b[4 + g] rows 4-7 of the same bytes.
+  for (int g = 0; g < 4; ++g) {
+    const __m128i lo = _mm_unpacklo_epi32(b[g], b[4 + g]), hi = _mm_unpackhi_epi32(b[g], b[4 + g]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (4 * g + 0) * dst_stride), lo);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (4 * g + 1) * dst_stride), _mm_unpackhi_epi64(lo, lo));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (4 * g + 2) * dst_stride), hi);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (4 * g + 3) * dst_stride), _mm_unpackhi_epi64(hi, hi));
   }
 }
 

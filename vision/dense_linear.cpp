@@ -98,7 +98,7 @@ void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threa
 // A panel of 8 rows, 8 elements of K at a time: each an 8 x 8 transpose (row l's run in, element
 // kk of every row out), so every store is a whole 16- or 32-byte run of the panel; a K tail is
 // copied element by element.
-void DenseLinear::pack_full_panel(const uint8_t* src, int es, int64_t p) {
+CKJIT_AVX2 void DenseLinear::pack_full_panel(const uint8_t* src, int es, int64_t p) {
   uint8_t* dst = w_.data.get() + p * w_.panel_stride;
   const uint8_t* rows[8];
   for (int l = 0; l < 8; ++l) rows[l] = src + (p * 8 + l) * k_ * es;
