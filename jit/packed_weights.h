@@ -113,14 +113,12 @@ PackedWeights repack_q6_K(const quant::BlockQ6_K* src, int64_t n, int64_t k, int
                           bool simd = true);
 void unpack_q6_K(const PackedWeights& w, quant::BlockQ6_K* dst);
 
-// Runs fn(begin, end) over [0, count) split into contiguous ranges on up to `threads` threads.
-void parallel_ranges(int64_t count, int threads, const std::function<void(int64_t, int64_t)>& fn);
-
-// Runs fn(p) for every panel p of w (its data allocated, not yet written), the panels split over
-// up to `threads` threads. Each thread populates the pages of its next few hundred KiB of panels
-// in one call (MADV_POPULATE_WRITE) before writing them: the first touch of fresh pages is most
-// of the load time, and one call per chunk costs a third less than a page fault per 4 KiB page
-// (measured on the KVM guest), while the chunk is still in cache when fn writes it.
+// Runs fn(p) for every panel p of w (its data allocated, not yet written) on up to `threads`
+// threads, which take chunks of a few hundred KiB of panels in turn. Each chunk's pages are
+// populated in one call (MADV_POPULATE_WRITE) before fn writes them: the first touch of fresh
+// pages is most of the load time, and one call per chunk costs a third less than a page fault per
+// 4 KiB page (measured on the KVM guest), while the chunk is still in cache when fn writes it.
+// The threads persist, shared by every repack.
 void for_each_panel(PackedWeights& w, int threads, const std::function<void(int64_t)>& fn);
 
 }  // namespace ckjit::jit

@@ -3,27 +3,39 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "jit/repack_panels.h"
+#include "runtime/thread_pool.h"
 
 namespace ckjit::jit {
 
-void parallel_ranges(int64_t count, int threads, const std::function<void(int64_t, int64_t)>& fn) {
-  if (threads < 1) threads = 1;
-  if (threads > count) threads = int(count > 0 ? count : 1);
-  if (threads == 1) { fn(0, count); return; }
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    int64_t b = count * t / threads, e = count * (t + 1) / threads;
-    pool.emplace_back([=, &fn] { fn(b, e); });
-  }
-  for (auto& th : pool) th.join();
-}
-
 namespace {
+
+// Runs fn(0..tasks) on the threads of every repack, kept for the process (an idle helper sleeps on
+// a futex). A fresh std::thread per tensor (~300 of them) often started only after its tensor was
+// done on the KVM guest measured (milliseconds, longer than a small tensor's repack). While the
+// pool is busy (another thread's repack, or a call from inside a task) the tasks run serially on
+// the calling thread instead of waiting.
+void run_tasks(int tasks, const std::function<void(int)>& fn) {
+  static std::mutex mu;
+  static std::unique_ptr<ThreadPool> pool;
+  std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    for (int t = 0; t < tasks; ++t) fn(t);
+    return;
+  }
+  if (!pool || pool->size() < tasks) {
+    ThreadPoolOptions o;
+    o.threads = tasks;
+    pool.reset();
+    pool = std::make_unique<ThreadPool>(o);
+  }
+  pool->run(size_t(tasks), [&](size_t t, int) { fn(int(t)); });
+}
 
 // Faults in the whole pages of [p, p + bytes) for writing; advice only (kernels before 5.14 refuse
 // it, and the writes then fault page by page).
@@ -38,12 +50,23 @@ void populate_for_write(uint8_t* p, int64_t bytes) {
 void for_each_panel(PackedWeights& w, int threads, const std::function<void(int64_t)>& fn) {
   constexpr int64_t kChunkBytes = 256 << 10;
   const int64_t chunk = std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(1, w.panel_stride));
-  parallel_ranges(w.n_panels, threads, [&](int64_t p0, int64_t p1) {
-    for (int64_t c0 = p0; c0 < p1; c0 += chunk) {
-      const int64_t c1 = std::min(p1, c0 + chunk);
-      populate_for_write(w.data.get() + c0 * w.panel_stride, (c1 - c0) * w.panel_stride);
-      for (int64_t p = c0; p < c1; ++p) fn(p);
-    }
+  const int64_t n_chunks = (w.n_panels + chunk - 1) / chunk;
+  auto populate_and_pack = [&](int64_t c) {
+    const int64_t p0 = c * chunk, p1 = std::min(w.n_panels, p0 + chunk);
+    populate_for_write(w.data.get() + p0 * w.panel_stride, (p1 - p0) * w.panel_stride);
+    for (int64_t p = p0; p < p1; ++p) fn(p);
+  };
+  threads = int(std::min<int64_t>(std::max(1, threads), n_chunks));
+  if (threads == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) populate_and_pack(c);
+    return;
+  }
+  // Chunks are claimed one at a time rather than split in fixed ranges: a helper that starts late
+  // (its vCPU busy on the host) takes fewer, and the faults of one thread overlap the packing of
+  // the other (faulting pages does not scale with threads: two fault no faster than one).
+  std::atomic<int64_t> next{0};
+  run_tasks(threads, [&](int) {
+    for (int64_t c; (c = next.fetch_add(1)) < n_chunks;) populate_and_pack(c);
   });
 }
 
