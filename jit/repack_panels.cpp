@@ -9,18 +9,21 @@
 #include <string>
 
 #include "jit/repack_panels.h"
-#include "runtime/thread_pool.h"
 
 namespace ckjit::jit {
 
 namespace {
 
-// Runs fn(0..tasks) on the threads of every repack, kept for the process (an idle helper sleeps on
-// a futex). A fresh std::thread per tensor (~300 of them) often started only after its tensor was
-// done on the KVM guest measured (milliseconds, longer than a small tensor's repack). While the
-// pool is busy (another thread's repack, or a call from inside a task) the tasks run serially on
-// the calling thread instead of waiting.
+thread_local ThreadPool* t_scope_pool = nullptr;  // RepackPoolScope's pool, if any
+
+// Runs fn(0..tasks) on the scope's pool, or else on threads kept for the process (an idle helper
+// sleeps on a futex): a fresh std::thread per tensor (~300 of them) often started only after its
+// tensor was done on the KVM guest measured (milliseconds, longer than a small tensor's repack).
+// While that pool is busy (another thread's repack, or a call from inside a task) the tasks run
+// serially on the calling thread instead of waiting.
 void run_tasks(int tasks, const std::function<void(int)>& fn) {
+  const ThreadPool::TaskFn task = [&](size_t t, int) { fn(int(t)); };
+  if (t_scope_pool) return t_scope_pool->run(size_t(tasks), task);
   static std::mutex mu;
   static std::unique_ptr<ThreadPool> pool;
   std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
@@ -34,7 +37,7 @@ void run_tasks(int tasks, const std::function<void(int)>& fn) {
     pool.reset();
     pool = std::make_unique<ThreadPool>(o);
   }
-  pool->run(size_t(tasks), [&](size_t t, int) { fn(int(t)); });
+  pool->run(size_t(tasks), task);
 }
 
 // Faults in the whole pages of [p, p + bytes) for writing; advice only (kernels before 5.14 refuse
@@ -46,6 +49,9 @@ void populate_for_write(uint8_t* p, int64_t bytes) {
 }
 
 }  // namespace
+
+RepackPoolScope::RepackPoolScope(ThreadPool& pool) : previous_(t_scope_pool) { t_scope_pool = &pool; }
+RepackPoolScope::~RepackPoolScope() { t_scope_pool = previous_; }
 
 void for_each_panel(PackedWeights& w, int threads, const std::function<void(int64_t)>& fn) {
   constexpr int64_t kChunkBytes = 256 << 10;
