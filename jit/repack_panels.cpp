@@ -68,8 +68,7 @@ void for_each_panel(PackedWeights& w, int threads, const std::function<void(int6
     return;
   }
   // Chunks are claimed one at a time rather than split in fixed ranges: a helper that starts late
-  // (its vCPU busy on the host) takes fewer, and the faults of one thread overlap the packing of
-  // the other (faulting pages does not scale with threads: two fault no faster than one).
+  // (its vCPU busy on the host) takes fewer, and no thread waits for another's half at the end.
   std::atomic<int64_t> next{0};
   run_tasks(threads, [&](int) {
     for (int64_t c; (c = next.fetch_add(1)) < n_chunks;) populate_and_pack(c);
