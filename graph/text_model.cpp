@@ -4,6 +4,7 @@
 #include <map>
 
 #include "jit/isa_select.h"
+#include "jit/packed_weights.h"
 #include "runtime/error.h"
 
 namespace ckjit::graph {
@@ -21,6 +22,7 @@ LinearSetup ModelOptions::default_linear_setup() {
 TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Workers& pool)
     : hp_(read_hparams(f)), opt_(options) {
   tensors_ = find_tensors(f, hp_);
+  const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   if (hp_.head_dim % 8 != 0 || hp_.head_dim > kMaxHeadDim)
     throw Error(f.name() + ": head dim " + std::to_string(hp_.head_dim) + " is not a multiple of 8 up to " + std::to_string(kMaxHeadDim));
   if (!opt_.linear.planner && opt_.linear.allow_jit) {

@@ -7,7 +7,7 @@
 
 namespace ckjit::jit {
 
-// detect_isa() capped by the CKJIT_MAX_ISA environment variable.
+// detect_isa() (run once per process) capped by the CKJIT_MAX_ISA environment variable.
 topo::Isa runtime_isa();
 // Whether kernels of `path` run on `isa`; enc matters for IsaPath::AvxVnni only (VEX needs
 // AVX-VNNI, the EVEX test variant AVX512-VNNI + AVX512VL).

@@ -2,8 +2,10 @@
 // The panel walk shared by every repack_* / unpack_* (layout in packed_weights.h): each weight
 // type only says how one block of one row goes into, or comes out of, its panel super-block.
 #include <cstring>
+#include <type_traits>
 
 #include "jit/packed_weights.h"
+#include "jit/transpose_avx2.h"
 #include "runtime/error.h"
 #include "runtime/quants/quant_internal.h"
 
@@ -12,22 +14,32 @@ namespace ckjit::jit::detail {
 // Checks the shape and allocates the panels (uninitialised); block_bytes: one panel super-block.
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes);
 
-// Repacks n rows of k elements: pack(block, panel super-block, row in panel) for every block of
-// every row. Panels are split over the threads; rows past n stay zero.
-template <class Block, class Pack>
+// Repacks n rows of k elements. Every panel super-block comes from one of two packers:
+//  - pack(block, panel super-block, row in panel): one block of one row, writing only that row's
+//    bytes; its panels are zeroed first, so rows past n and layout padding stay zero;
+//  - pack_full(first row's block, row stride in blocks, panel super-block): all `panel` rows of a
+//    full panel at once, every byte of the super-block written (padding zeroed) — the same bytes
+//    as pack, without the zero fill (a second pass over ~1 GB) and with whole-vector stores.
+// pack_full is used where `simd` and the CPU allow it; pass nullptr where a type has none.
+template <class Block, class Pack, class PackFull>
 PackedWeights repack_panels(TensorType type, const Block* src, int64_t n, int64_t k, int panel, int threads,
-                            int64_t block_bytes, Pack pack) {
+                            int64_t block_bytes, bool simd, Pack pack, PackFull pack_full) {
   PackedWeights w = allocate(type, n, k, panel, block_bytes);
   const int64_t nb = w.panel_stride / block_bytes;
-  parallel_ranges(w.n_panels, threads, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* pp = w.data.get() + p * w.panel_stride;
-      std::memset(pp, 0, size_t(w.panel_stride));
-      for (int l = 0; l < panel && p * panel + l < n; ++l) {
-        const int64_t row = p * panel + l;
-        for (int64_t b = 0; b < nb; ++b) pack(src[row * nb + b], pp + b * block_bytes, l);
+  constexpr bool has_full = !std::is_same_v<PackFull, std::nullptr_t>;
+  const bool fast = has_full && simd && simd_repack_available();
+  for_each_panel(w, threads, [&](int64_t p) {
+    uint8_t* pp = w.data.get() + p * w.panel_stride;
+    const Block* rows = src + p * panel * nb;
+    if constexpr (has_full) {
+      if (fast && (p + 1) * panel <= n) {
+        for (int64_t b = 0; b < nb; ++b) pack_full(rows + b, nb, pp + b * block_bytes);
+        return;
       }
     }
+    std::memset(pp, 0, size_t(w.panel_stride));
+    for (int l = 0; l < panel && p * panel + l < n; ++l)
+      for (int64_t b = 0; b < nb; ++b) pack(rows[l * nb + b], pp + b * block_bytes, l);
   });
   return w;
 }

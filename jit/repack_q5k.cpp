@@ -4,9 +4,10 @@
 
 namespace ckjit::jit {
 
+// No SIMD packer: Q5_K weights are rare (the scalar walk serves them).
 PackedWeights repack_q5_K(const quant::BlockQ5_K* src, int64_t n, int64_t k, int panel, int threads) {
   const Q5KPanelLayout L{panel};
-  return detail::repack_panels(TensorType::Q5_K, src, n, k, panel, threads, L.bytes(),
+  return detail::repack_panels(TensorType::Q5_K, src, n, k, panel, threads, L.bytes(), false,
                                [&](const quant::BlockQ5_K& x, uint8_t* dst, int l) {
     uint8_t u[256];
     for (int e = 0; e < 256; ++e) {
@@ -16,7 +17,7 @@ PackedWeights repack_q5_K(const quant::BlockQ5_K* src, int64_t n, int64_t k, int
     }
     for (int j = 0; j < 64; ++j) std::memcpy(dst + L.u(j) + 4 * l, u + 4 * j, 4);
     detail::put_k4_scales(L, x, dst, l);
-  });
+  }, nullptr);
 }
 
 void unpack_q5_K(const PackedWeights& w, quant::BlockQ5_K* dst) {

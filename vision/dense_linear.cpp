@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "jit/isa_select.h"
+#include "jit/transpose_avx2.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 #include "vision/vision_ops.h"
@@ -76,36 +80,64 @@ void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threa
   w_.n_panels = round_up(n_, 8) / 8;
   w_.block_bytes = 8 * es;
   w_.panel_stride = k_ * 8 * es;
-  void* mem = std::aligned_alloc(64, size_t(round_up(w_.bytes(), 64)));
-  if (!mem) throw Error(name_ + ": out of memory packing the weight");
-  w_.data.reset(static_cast<uint8_t*>(mem));
-  jit::parallel_ranges(w_.n_panels, std::max(1, threads), [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* dst = w_.data.get() + p * w_.panel_stride;
-      std::memset(dst, 0, size_t(w_.panel_stride));
-      for (int l = 0; l < 8 && p * 8 + l < n_; ++l) {
-        const int64_t row = p * 8 + l;
-        if (rows_f32) {
-          float* d = reinterpret_cast<float*>(dst);
-          for (int64_t kk = 0; kk < k_; ++kk) d[kk * 8 + l] = rows_f32[row * k_ + kk];
-        } else {
-          uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-          for (int64_t kk = 0; kk < k_; ++kk) d[kk * 8 + l] = rows_16[row * k_ + kk];
-        }
-      }
-    }
+  w_.data = jit::alloc_packed(size_t(w_.bytes()), name_.c_str());
+  const uint8_t* src = rows_f32 ? reinterpret_cast<const uint8_t*>(rows_f32) : reinterpret_cast<const uint8_t*>(rows_16);
+  const bool simd = jit::detail::simd_repack_available();
+  jit::for_each_panel(w_, std::max(1, threads), [&](int64_t p) {
+    if (simd && (p + 1) * 8 <= n_) pack_full_panel(src, es, p);
+    else pack_panel_scalar(src, es, p);
   });
 }
 
+// A panel of 8 rows, 8 elements of K at a time: each an 8 x 8 transpose (row l's run in, element
+// kk of every row out), so every store is a whole 16- or 32-byte run of the panel; a K tail is
+// copied element by element.
+CKJIT_AVX2 void DenseLinear::pack_full_panel(const uint8_t* src, int es, int64_t p) {
+  uint8_t* dst = w_.data.get() + p * w_.panel_stride;
+  const uint8_t* rows[8];
+  for (int l = 0; l < 8; ++l) rows[l] = src + (p * 8 + l) * k_ * es;
+  const int64_t k8 = k_ / 8 * 8;
+  for (int64_t kk = 0; kk < k8; kk += 8) {
+    const uint8_t* at[8];
+    for (int l = 0; l < 8; ++l) at[l] = rows[l] + kk * es;
+    if (es == 4) jit::detail::transpose8x8_32(at, dst + kk * 32, 32);
+    else jit::detail::transpose8x8_16(at, dst + kk * 16, 16);
+  }
+  for (int64_t kk = k8; kk < k_; ++kk)
+    for (int l = 0; l < 8; ++l) std::memcpy(dst + (kk * 8 + l) * es, rows[l] + kk * es, size_t(es));
+}
+
+// Any panel (the last one may hold fewer than 8 rows: its missing columns stay zero).
+void DenseLinear::pack_panel_scalar(const uint8_t* src, int es, int64_t p) {
+  uint8_t* dst = w_.data.get() + p * w_.panel_stride;
+  std::memset(dst, 0, size_t(w_.panel_stride));
+  for (int l = 0; l < 8 && p * 8 + l < n_; ++l) {
+    const uint8_t* row = src + (p * 8 + l) * k_ * es;
+    for (int64_t kk = 0; kk < k_; ++kk) std::memcpy(dst + (kk * 8 + l) * es, row + kk * es, size_t(es));
+  }
+}
+
+// Every layer of a tower has the same few shapes: each (packed type, kc, k) gets its table once
+// (72 code-cache lookups per matrix were ~15 ms of the 2B mmproj load).
 void DenseLinear::build_kernels() {
   kc_ = choose_kc(k_);
-  fns_.assign(size_t(kMr * kNr * 2 * 3), nullptr);
+  static std::mutex mu;
+  static std::map<std::tuple<TensorType, int64_t, int64_t>, std::vector<jit::GemmFn>> tables;
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<jit::GemmFn>& t = tables[{wtype_, kc_, k_}];
+  if (t.empty()) t = make_table(wtype_, kc_, k_);
+  fns_ = t;
+}
+
+std::vector<jit::GemmFn> DenseLinear::make_table(TensorType wtype, int64_t kc, int64_t k) {
+  std::vector<jit::GemmFn> fns(size_t(kMr * kNr * 2 * 3), nullptr);
   for (int mr = 1; mr <= kMr; ++mr)
     for (int nr = 1; nr <= kNr; ++nr)
       for (int acc = 0; acc < 2; ++acc)
         for (jit::Epilogue ep : {jit::Epilogue::Store, jit::Epilogue::Bias, jit::Epilogue::BiasResidual})
-          fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + size_t(acc)) * 3 + size_t(ep_index(ep))] =
-              jit::dense_kernel(wtype_, mr, nr, kc_, k_, acc != 0, ep);
+          fns[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + size_t(acc)) * 3 + size_t(ep_index(ep))] =
+              jit::dense_kernel(wtype, mr, nr, kc, k, acc != 0, ep);
+  return fns;
 }
 
 std::string DenseLinear::describe() const {

@@ -51,7 +51,10 @@ class DenseLinear {
 
  private:
   void pack(const float* rows_f32, const uint16_t* rows_16, int threads);
+  void pack_full_panel(const uint8_t* src, int es, int64_t p);
+  void pack_panel_scalar(const uint8_t* src, int es, int64_t p);
   void build_kernels();
+  static std::vector<jit::GemmFn> make_table(TensorType wtype, int64_t kc, int64_t k);
   jit::GemmFn kernel(int mr, int nr, bool acc, jit::Epilogue ep) const {
     return fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + acc) * 3 + size_t(ep_index(ep))];
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 
@@ -36,6 +37,7 @@ void grow(std::vector<float>& v, int64_t n) {
 
 VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, graph::Workers& pool) : hp_(read_vision_hparams(f)) {
   const int threads = pool.size();
+  const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   const int64_t C = hp_.n_embd, P = hp_.patch;
   // Patch embedding: llama.cpp convolves with each temporal kernel and adds; for a still image both
   // see the same pixels, so one kernel W0 + W1 (summed in f32) does the same work once. Its input is

@@ -86,6 +86,22 @@ TEST_SUITE("jit") {
     CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 256, 12, 1), Error);
   }
 
+  TEST_CASE("the SIMD repacks write the scalar walk's bytes, padding and partial panels included") {
+    auto same = [](const PackedWeights& a, const PackedWeights& b) {
+      return a.bytes() == b.bytes() && std::memcmp(a.data.get(), b.data.get(), size_t(a.bytes())) == 0;
+    };
+    for (int panel : {16, 8})
+      for (int64_t n : {8, 16, 37, 64}) {
+        const uint32_t seed = uint32_t(n * panel);
+        auto q4 = random_q4k(n, 512, seed);
+        CHECK(same(repack_q4_K(q4.data(), n, 512, panel, 2), repack_q4_K(q4.data(), n, 512, panel, 1, false)));
+        auto q6 = random_q6k(n, 512, seed);
+        CHECK(same(repack_q6_K(q6.data(), n, 512, panel, 2), repack_q6_K(q6.data(), n, 512, panel, 1, false)));
+        auto q8 = random_q80(n, 96, seed);
+        CHECK(same(repack_q8_0(q8.data(), n, 96, panel, 2), repack_q8_0(q8.data(), n, 96, panel, 1, false)));
+      }
+  }
+
   TEST_CASE("packed integer partial sums equal those of the original blocks") {
     auto wq = random_q4k(5, 256, 11);
     auto x = random_q8k(1, 256, 12);

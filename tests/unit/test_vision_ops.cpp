@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "graph/workers.h"
@@ -99,9 +100,12 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
   const auto x = randn(size_t(m * k), 3);
   const auto r = randn(size_t(m * n), 4);
   const topo::Isa isa = jit::runtime_isa();
-  for (TensorType round : {TensorType::F32, TensorType::F16}) {
+  // Packed as F16 too (the mmproj's own type): its 16-bit panels are transposed differently.
+  for (auto [round, packed] : {std::pair{TensorType::F32, TensorType::F32}, std::pair{TensorType::F16, TensorType::F32},
+                               std::pair{TensorType::F16, TensorType::F16}}) {
     CAPTURE(int(round));
-    vision::DenseLinear lin(w, n, k, b, round, isa, 2);
+    CAPTURE(int(packed));
+    vision::DenseLinear lin(w, n, k, b, round, isa, 2, packed);
     graph::Workers one(1), two(2);
     std::vector<float> xr(size_t(m * k)), y1(size_t(m * n)), y2(size_t(m * n)), y3(size_t(m * n));
     lin.prepare(one, x.data(), k, m, xr.data());
@@ -116,7 +120,8 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
         float acc = 0.0f;
         for (int64_t kk = 0; kk < k; ++kk) {
           const float xv = round == TensorType::F16 ? quant::f16_to_f32(quant::f32_to_f16(x[size_t(i * k + kk)])) : x[size_t(i * k + kk)];
-          acc = std::fma(xv, w[size_t(c * k + kk)], acc);
+          const float wv = w[size_t(c * k + kk)];
+          acc = std::fma(xv, packed == TensorType::F16 ? quant::f16_to_f32(quant::f32_to_f16(wv)) : wv, acc);
         }
         acc += b[size_t(c)];
         acc += r[size_t(i * n + c)];
