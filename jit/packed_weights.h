@@ -20,8 +20,8 @@ namespace ckjit::jit {
 struct FreeDeleter { void operator()(void* p) const { std::free(p); } };
 
 // Uninitialised memory for packed weights (at least `bytes`, 64-byte aligned, freed with
-// std::free); ckjit::Error naming `what` when out of memory. No huge-page advice: on the
-// hypervisor measured, MADV_HUGEPAGE made the first touch of ~1.7 GB slower (2.6 s vs 1.7 s load).
+// std::free); ckjit::Error naming `what` when out of memory. No huge-page advice: on the KVM
+// guest measured, MADV_HUGEPAGE made the first touch of 1.7 GB slower (1.4-5.2 s vs 1.4-1.6 s).
 std::unique_ptr<uint8_t, FreeDeleter> alloc_packed(size_t bytes, const char* what);
 
 struct PackedWeights {
