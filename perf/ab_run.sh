@@ -7,13 +7,7 @@
 set -euo pipefail
 A="$1"; B="$2"; MODEL="$3"; T="${4:-2}"; PP="${5:-512}"; TG="${6:-64}"; ROUNDS="${7:-3}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-python3 - "$PP" >"$WORK/prompt.txt" <<'PY'
-import sys
-words = "the of and to in is was for on that with as by at from his her an were are which this be or has had".split()
-n = int(sys.argv[1]); out = []; i = 0
-while len(out) < n: out.append(words[(i * 7 + i // 3) % len(words)]); i += 1
-print(" ".join(out))
-PY
+python3 "$(dirname "$0")/prompt_words.py" "$PP" >"$WORK/prompt.txt"
 echo "machine: $("$B" info 2>/dev/null | head -1)"
 echo "A: $A"; echo "B: $B"; echo "model: $MODEL, threads $T, prompt $PP words, decode $TG"
 echo "load average at start: $(cat /proc/loadavg)"

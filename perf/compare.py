@@ -4,7 +4,8 @@ same files, prints medians, min-max, ratios, roofline shares and the targets, an
 table to perf/RESULTS.md. Peak RSS is the child's own (wait4), wall time the parent's clock."""
 import argparse, datetime, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
-PROMPT_WORDS = "the of and to in is was for on that with as by at from his her an were are which this be or has had".split()
+import prompt_words  # perf/prompt_words.py, next to this file
+
 PAGE_PROMPT = "Read the text on this page."
 
 
@@ -131,11 +132,7 @@ def main():
     page = os.path.join(work, "page.png")
     subprocess.run([os.path.join(a.build, "perf", "make_page"), page, str(a.page_side)], check=True)
     prompt = os.path.join(work, "prompt.txt")
-    words, i = [], 0
-    while len(words) < a.pp:
-        words.append(PROMPT_WORDS[(i * 7 + i // 3) % len(PROMPT_WORDS)])
-        i += 1
-    open(prompt, "w").write(" ".join(words) + "\n")
+    open(prompt, "w").write(prompt_words.prompt(a.pp) + "\n")
     for f in (model, mmproj):  # a warm page cache for both (the load target is on a warm cache)
         with open(f, "rb") as fh:
             while fh.read(1 << 24):

@@ -18,13 +18,7 @@ PP="${PP:-512}"; STEPS="${STEPS:-32}"; ROWS="${ROWS:-256}"; T="${T:-2}"
 CKJIT="${CKJIT:-$ROOT/build/tools/ckjit}"
 PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-python3 - "$PP" >"$WORK/prompt.txt" <<'PY'
-import sys
-words = "the of and to in is was for on that with as by at from his her an were are which this be or has had".split()
-n = int(sys.argv[1]); out = []; i = 0
-while len(out) < n: out.append(words[(i * 7 + i // 3) % len(words)]); i += 1
-print(" ".join(out))
-PY
+python3 "$ROOT/perf/prompt_words.py" "$PP" >"$WORK/prompt.txt"
 echo "machine: $("$CKJIT" info | head -1)"
 echo "model: $MODEL${MMPROJ:+ | mmproj: $MMPROJ | image: $IMAGE at --image-max-tokens $ROWS} | $STEPS forced steps | threads $T"
 

@@ -13,14 +13,7 @@ PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 # A prompt of exactly PP tokens: random ids rendered to text would re-tokenize differently, so
 # repeat a short sentence and cut the token ids with ckjit itself.
-python3 - "$PP" >"$WORK/prompt.txt" <<'PY'
-import sys
-words = "the of and to in is was for on that with as by at from his her an were are which this be or has had".split()
-n = int(sys.argv[1]); out = []
-i = 0
-while len(out) < n: out.append(words[(i * 7 + i // 3) % len(words)]); i += 1
-print(" ".join(out))
-PY
+python3 "$ROOT/perf/prompt_words.py" "$PP" >"$WORK/prompt.txt"
 echo "machine: $("$CKJIT" info 2>/dev/null | head -1)"
 echo "model: $MODEL, threads $T"
 echo "load average at start: $(cat /proc/loadavg)"
