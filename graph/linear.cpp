@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/layer_ops.h"
+#include "jit/executor.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
@@ -108,6 +109,7 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
   const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
   two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
   q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
+  test_fault_ = jit::test_fault_requested(name_);
   if (!setup.allow_jit) return;
   exact_all_ = setup.rows_mostly_one && exact_decode_dot();
   if (exact_all_) return;
@@ -299,14 +301,18 @@ void Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void
 
 void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
   const jit::JitKernel* k = residual ? ks.residual : ks.store;
-  if (ks.planned) return run_planned(pool, ks.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
-  const int64_t align = int64_t(packed_->panel) * k->spec().nr;
-  const TileGrid g = grid(m, n_, align, pool.size());
-  pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
-    const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
-    jit::Tile t{mt * g.m_chunk, std::min(m, (mt + 1) * g.m_chunk), nt * g.n_chunk, std::min(n_, (nt + 1) * g.n_chunk)};
-    jit::run_tile(*k, op, t);
-  });
+  if (ks.planned) {
+    run_planned(pool, ks.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
+  } else {
+    const int64_t align = int64_t(packed_->panel) * k->spec().nr;
+    const TileGrid g = grid(m, n_, align, pool.size());
+    pool.run(size_t(g.m_tiles * g.n_tiles), [&](size_t task, int) {
+      const int64_t mt = int64_t(task) / g.n_tiles, nt = int64_t(task) % g.n_tiles;
+      jit::Tile t{mt * g.m_chunk, std::min(m, (mt + 1) * g.m_chunk), nt * g.n_chunk, std::min(n_, (nt + 1) * g.n_chunk)};
+      jit::run_tile(*k, op, t);
+    });
+  }
+  if (test_fault_ && !jit::scalar_twins()) jit::apply_test_fault(op.y, long(m), long(op.ldy / 4));
 }
 
 void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {

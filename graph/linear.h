@@ -109,6 +109,7 @@ class Linear {
   bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
   SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;
+  bool test_fault_ = false;  // CKJIT_TEST_FAULT names this weight (jit/executor.h; tests only)
   const uint8_t* raw_ = nullptr;  // GGUF rows (exact and reference paths)
   int64_t raw_row_bytes_ = 0;
   std::unique_ptr<jit::PackedWeights> packed_;

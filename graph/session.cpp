@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "graph/checkpoints.h"
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -122,6 +123,11 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
   });
   embed_timer.reset();
   AttentionShape as{hp.n_head, hp.n_head_kv, D, 1.0f / std::sqrt(float(D))};
+  // Tapped checkpoints of this chunk's m rows (graph/checkpoints.h); nothing when no tap is set.
+  auto publish = [&](int li, const char* what, float* data, int64_t cols) {
+    if (tap_) tap_->publish(layer_checkpoint('L', li, what), data, m, cols, cols, slot0);
+  };
+  if (tap_) tap_->publish("embd", h, m, E, E, slot0);
 
   for (size_t il = 0; il < md.layers().size(); ++il) {
     const TextModel::Layer& L = md.layers()[il];
@@ -130,6 +136,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       OpTimer t(prof, "norm", li);
       pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.attn_norm, xn + int64_t(r) * E, E, eps); });
     }
+    publish(li, "attn_norm", xn, E);
     LinearGroup qkv{L.wq.get(), L.wk.get(), L.wv.get()};
     {
       OpTimer t(prof, "quantize", li);
@@ -141,17 +148,33 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       L.wk->matmul(pool_, qkv.input(1), m, k, KV);
       L.wv->matmul(pool_, qkv.input(2), m, v, KV);
     }
+    publish(li, "q", q, Q), publish(li, "k", k, KV), publish(li, "v", v, KV);
     std::optional<OpTimer> rope_timer(std::in_place, prof, "qk_norm_rope_kv", li);
-    pool_.run(size_t(m), [&](size_t rr, int) {
-      const int64_t r = int64_t(rr);
+    auto qk_norm = [&](int64_t r) {
       float* qr = q + r * Q;
       float* kr = k + r * KV;
       for (int64_t hh = 0; hh < hp.n_head; ++hh) rms_norm(qr + hh * D, L.q_norm, qr + hh * D, D, eps);
       for (int64_t hh = 0; hh < hp.n_head_kv; ++hh) rms_norm(kr + hh * D, L.k_norm, kr + hh * D, D, eps);
-      rope.apply(qr, hp.n_head, cosv + r * D / 2, sinv + r * D / 2);
+    };
+    auto qk_rope_kv = [&](int64_t r) {
+      float* kr = k + r * KV;
+      rope.apply(q + r * Q, hp.n_head, cosv + r * D / 2, sinv + r * D / 2);
       rope.apply(kr, hp.n_head_kv, cosv + r * D / 2, sinv + r * D / 2);
       kv_->write(int64_t(il), slot0 + r, kr, v + r * KV);
-    });
+    };
+    if (!tap_) {
+      pool_.run(size_t(m), [&](size_t r, int) { qk_norm(int64_t(r)), qk_rope_kv(int64_t(r)); });
+    } else {
+      // Tapped, the fused row pass is split so that the normed Q/K can be seen (and replaced).
+      pool_.run(size_t(m), [&](size_t r, int) { qk_norm(int64_t(r)); });
+      publish(li, "q_normed", q, Q), publish(li, "k_normed", k, KV);
+      pool_.run(size_t(m), [&](size_t r, int) {
+        rope.apply(q + int64_t(r) * Q, hp.n_head, cosv + int64_t(r) * D / 2, sinv + int64_t(r) * D / 2);
+        rope.apply(k + int64_t(r) * KV, hp.n_head_kv, cosv + int64_t(r) * D / 2, sinv + int64_t(r) * D / 2);
+      });
+      publish(li, "q_roped", q, Q), publish(li, "k_roped", k, KV);
+      pool_.run(size_t(m), [&](size_t r, int) { kv_->write(int64_t(il), slot0 + int64_t(r), k + int64_t(r) * KV, v + int64_t(r) * KV); });
+    }
     kv_->seal(int64_t(il), slot0 + m);
     rope_timer.reset();
     {
@@ -165,6 +188,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       else md.attention().run(pool_, as, q, m, slot0, kv_->k_rows(int64_t(il)), kv_->v_rows(int64_t(il)), attn, scratch,
                               att_scratch_per_worker_);
     }
+    publish(li, "attn_out", attn, Q);
     LinearGroup wo{L.wo.get()};
     {
       OpTimer t(prof, "quantize", li);
@@ -175,11 +199,13 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       L.wo->matmul(pool_, wo.input(0), m, h_next, E, h);
     }
     std::swap(h, h_next);
+    publish(li, "attn_residual", h, E);
 
     {
       OpTimer t(prof, "norm", li);
       pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.ffn_norm, xn + int64_t(r) * E, E, eps); });
     }
+    publish(li, "ffn_norm", xn, E);
     LinearGroup gate_up{L.gate.get(), L.up.get()};
     {
       OpTimer t(prof, "quantize", li);
@@ -189,6 +215,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       OpTimer t(prof, "gate_up_swiglu", li, L.gate->work(m) + L.up->work(m));
       Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m, ffn, F, arena_.get<float>(s_.ffn_tmp));
     }
+    publish(li, "ffn_act", ffn, F);
     LinearGroup down{L.down.get()};
     {
       OpTimer t(prof, "quantize", li);
@@ -199,6 +226,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       L.down->matmul(pool_, down.input(0), m, h_next, E, h);
     }
     std::swap(h, h_next);
+    publish(li, "l_out", h, E);
 
     // Deepstack (A.5): slice il of an image row is added after layer il.
     if (any_deepstack && int64_t(il) < hp.n_deepstack) {
@@ -211,6 +239,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
         for (int64_t c = 0; c < E; ++c) hr[c] += slice[c];
       });
     }
+    if (int64_t(il) < hp.n_deepstack) publish(li, "deepstack_out", h, E);
   }
 
   // Final norm and LM head for the rows whose logits are wanted, gathered in order.
@@ -223,9 +252,15 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
     pool_.run(size_t(rows), [&](size_t r, int) {
       rms_norm(h + want_[r] * E, md.output_norm(), xn + int64_t(r) * E, E, eps);
     });
+    std::vector<int64_t> pos;
+    if (tap_) {
+      for (int64_t r : want_) pos.push_back(slot0 + r);
+      tap_->publish("final_norm", xn, rows, E, E, 0, pos.data());
+    }
     LinearGroup head{&md.lm_head()};
     head.prepare(pool_, xn, E, rows, prep);
     md.lm_head().matmul(pool_, head.input(0), rows, logits_out, hp.n_vocab);
+    if (tap_) tap_->publish("logits", logits_out, rows, hp.n_vocab, hp.n_vocab, 0, pos.data());
   }
   n_past_ += m;
 }

@@ -17,6 +17,7 @@
 #include "graph/tiled_attention.h"
 #include "graph/text_model.h"
 #include "runtime/op_profile.h"
+#include "runtime/tap.h"
 
 namespace ckjit::graph {
 
@@ -62,6 +63,8 @@ class Session {
   // Op timings go to `p` from now on (nullptr: off); the caller sets its phase.
   void set_profile(OpProfile* p) { profile_ = p; }
   OpProfile* profile() const { return profile_; }
+  // Checkpoint outputs go to `t` from now on (nullptr: off); see graph/checkpoints.h.
+  void set_tap(Tap* t) { tap_ = t; }
 
   size_t arena_bytes() const { return arena_.bytes(); }
   size_t kv_bytes() const { return kv_->bytes(); }
@@ -82,6 +85,7 @@ class Session {
   std::vector<int64_t> want_;  // chunk rows whose logits are wanted
   int64_t n_past_ = 0, next_pos_ = 0;
   OpProfile* profile_ = nullptr;
+  Tap* tap_ = nullptr;
 };
 
 }  // namespace ckjit::graph

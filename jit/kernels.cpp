@@ -1,5 +1,6 @@
 #include "jit/kernels.h"
 
+#include "jit/executor.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
 
@@ -33,6 +34,7 @@ GemmArgs tile_args(const KernelSpec& spec, const MatmulOperands& op, const Tile&
 }
 
 void run_tile(const JitKernel& k, const MatmulOperands& op, const Tile& t) {
+  if (scalar_twins()) return run_tile_reference(k.spec(), op, t);
   k.require_runnable();
   GemmArgs a = tile_args(k.spec(), op, t);
   if (a.m == 0 || a.n == 0) return;
@@ -45,11 +47,15 @@ void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const 
   reference_kernel(spec, &a);
 }
 
-GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
+KernelSpec dense_spec(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
   KernelSpec s;
   s.op = Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = IsaPath::Avx2;
   s.mr = mr, s.nr = nr, s.kc = int(kc), s.k = k, s.epilogue = ep, s.accumulate = accumulate;
-  const JitKernel& kern = global_code_cache().get(s);
+  return s;
+}
+
+GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
+  const JitKernel& kern = global_code_cache().get(dense_spec(wtype, mr, nr, kc, k, accumulate, ep));
   kern.require_runnable();
   return kern.as<GemmFn>();
 }

@@ -44,5 +44,7 @@ void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& quantize25
 // nr panels over kc elements of a K of k (the panel stride), from the code cache; Error if it cannot
 // run here.
 GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
+// Its spec (for the scalar twin, jit::reference_dense).
+KernelSpec dense_spec(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
 
 }  // namespace ckjit::jit

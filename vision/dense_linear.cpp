@@ -6,7 +6,10 @@
 #include <mutex>
 #include <tuple>
 
+#include "jit/executor.h"
 #include "jit/isa_select.h"
+#include "jit/kernels.h"
+#include "jit/reference.h"
 #include "jit/transpose_avx2.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -187,7 +190,8 @@ void DenseLinear::run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const
         else a.y = y + i * ldy + c0, a.ldy = ldy * 4;
         const jit::Epilogue ep = !last ? jit::Epilogue::Store : partial ? jit::Epilogue::Bias : final_ep;
         if (ep == jit::Epilogue::BiasResidual) a.r = res + i * ldr + c0, a.ldr = ldr * 4;
-        kernel(mr, nr, kb > 0, ep)(&a);
+        if (jit::scalar_twins()) jit::reference_dense(jit::dense_spec(wtype_, mr, nr, kc_, k_, kb > 0, ep), &a);
+        else kernel(mr, nr, kb > 0, ep)(&a);
       }
       if (partial && last)
         for (int64_t i = r0; i < r1; ++i)

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "graph/checkpoints.h"
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -128,7 +129,7 @@ void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_
   m.fc2->matmul(pool, xr.data(), rows, out, ldo);
 }
 
-ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof) const {
+ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap) const {
   const int64_t P = hp_.patch, C = hp_.n_embd, F = hp_.n_ff, side = hp_.pos_side;
   if (px.width <= 0 || px.height <= 0 || px.width % (P * 2) || px.height % (P * 2) ||
       int64_t(px.rgb.size()) != int64_t(px.width) * px.height * 3)
@@ -152,6 +153,11 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
   patch_->prepare(pool, patches.data(), 3 * P * P, n, xr.data());
   patch_->matmul(pool, xr.data(), n, z.data(), C);
   patches = {};
+  // Tapped checkpoints (graph/checkpoints.h): rows are patches in merge order.
+  auto publish = [&](const std::string& name, float* data, int64_t cols) {
+    if (tap) tap->publish(name, data, n, cols, cols, 0);
+  };
+  publish("V.patch_embd", z.data(), C);
   patch_timer.emplace(prof, "pos_embed");
 
   // + the position table resized to gh x gw (bilinear, align corners), in merge order.
@@ -177,6 +183,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     }
 
   patch_timer.reset();
+  publish("V.pos_embd", z.data(), C);
   ImageEmbedding out;
   out.nx = int(gw / 2), out.ny = int(gh / 2), out.row_width = hp_.row_width();
   out.rows.assign(size_t(out.n_rows() * out.row_width), 0.0f);
@@ -190,39 +197,50 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     // "prepare" rounds a matmul's input rows to the weight's input type (f16 for an F16 tower).
     std::optional<OpTimer> t(std::in_place, prof, "layer_norm", li);
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln1_w, L.ln1_b, hp_.eps);
+    if (tap) publish(graph::layer_checkpoint('V', l, "ln1"), a.data(), C);
     t.emplace(prof, "prepare", li);
     L.qkv->prepare(pool, a.data(), C, n, xr.data());
     t.emplace(prof, "qkv", li, L.qkv->work(n));
     L.qkv->matmul(pool, xr.data(), n, qkv.data(), 3 * C);
+    if (tap) publish(graph::layer_checkpoint('V', l, "qkv"), qkv.data(), 3 * C);
     t.emplace(prof, "rope", li);
     rope.apply(pool, qkv.data(), 3 * C, hp_.n_head);      // Q
     rope.apply(pool, qkv.data() + C, 3 * C, hp_.n_head);  // K
+    if (tap) publish(graph::layer_checkpoint('V', l, "qk_roped"), qkv.data(), 3 * C);
     t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0});
     attention.run(pool, qkv.data(), 3 * C, att.data(), C);
+    if (tap) publish(graph::layer_checkpoint('V', l, "attn"), att.data(), C);
     t.emplace(prof, "prepare", li);
     L.out->prepare(pool, att.data(), C, n, xr.data());
     t.emplace(prof, "out_proj", li, L.out->work(n));
     L.out->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     std::swap(z, z2);
+    if (tap) publish(graph::layer_checkpoint('V', l, "attn_residual"), z.data(), C);
     t.emplace(prof, "layer_norm", li);
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln2_w, L.ln2_b, hp_.eps);
+    if (tap) publish(graph::layer_checkpoint('V', l, "ln2"), a.data(), C);
     t.emplace(prof, "prepare", li);
     L.up->prepare(pool, a.data(), C, n, xr.data());
     t.emplace(prof, "ffn_up", li, L.up->work(n));
     L.up->matmul(pool, xr.data(), n, h.data(), F);
     t.emplace(prof, "gelu", li);
     gelu_.apply(pool, h.data(), F, n, F);
+    if (tap) publish(graph::layer_checkpoint('V', l, "ffn_act"), h.data(), F);
     t.emplace(prof, "prepare", li);
     L.down->prepare(pool, h.data(), F, n, xr.data());
     t.emplace(prof, "ffn_down", li, L.down->work(n));
     L.down->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     t.reset();
     std::swap(z, z2);
-    if (const int ds = deepstack_of_layer_[size_t(l)]; ds >= 0)
-      merge(pool, deepstack_[size_t(ds)], false, z.data(), n, out.rows.data() + (1 + ds) * hp_.proj_dim, out.row_width, a, xr, h,
-            prof, "deepstack_merger");
+    if (tap) publish(graph::layer_checkpoint('V', l, "block_out"), z.data(), C);
+    if (const int ds = deepstack_of_layer_[size_t(l)]; ds >= 0) {
+      float* slice = out.rows.data() + (1 + ds) * hp_.proj_dim;
+      merge(pool, deepstack_[size_t(ds)], false, z.data(), n, slice, out.row_width, a, xr, h, prof, "deepstack_merger");
+      if (tap) tap->publish("V.deepstack" + std::to_string(ds), slice, n / 4, hp_.proj_dim, out.row_width, 0);
+    }
   }
   merge(pool, main_, true, z.data(), n, out.rows.data(), out.row_width, a, xr, h, prof, "merger");
+  if (tap) tap->publish("V.merger", out.rows.data(), n / 4, hp_.proj_dim, out.row_width, 0);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/image/preprocess.h"
 #include "runtime/op_profile.h"
+#include "runtime/tap.h"
 #include "topology/isa.h"
 #include "vision/dense_linear.h"
 #include "vision/vision_hparams.h"
@@ -38,8 +39,9 @@ class VisionModel {
   // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.
   image::PreprocessParams preprocess_params(int64_t min_tokens, int64_t max_tokens) const;
   // Error for a canvas that is not a whole number of merged patches.
-  // prof: where the op timings go (phase encode), nullptr for none.
-  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr) const;
+  // prof: where the op timings go (phase encode); tap: where the checkpoints go (graph/checkpoints.h);
+  // nullptr for none.
+  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
   std::vector<std::string> describe() const;
 
  private:
