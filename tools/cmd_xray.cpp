@@ -102,11 +102,18 @@ int xray_main(const std::vector<std::string>& args) {
     for (const auto& c : rep.checkpoints) {
       std::string line = c.name + "  " + ckjit::xray::verdict_name(c.verdict);
       char buf[160];
-      if (c.verdict != ckjit::xray::Verdict::not_compared)
-        std::snprintf(buf, sizeof buf, "  rel %.3g  max|d| %.3g  tol %.3g%s", c.distance, c.max_abs, c.tolerance, c.bit_identical ? "  bit-identical" : "");
-      else
-        std::snprintf(buf, sizeof buf, "  (%s)", c.why.c_str());
-      std::cout << line << buf << "\n";
+      if (c.verdict != ckjit::xray::Verdict::not_compared) {
+        std::snprintf(buf, sizeof buf, "  rel %.3g  max|d| %.3g  tol %.3g%s", c.distance, c.max_abs, c.tolerance,
+                      c.bit_identical ? "  bit-identical" : "");
+        line += buf;
+        if (c.other_distance) {
+          std::snprintf(buf, sizeof buf, c.other_identical ? "  (= the one-token run)" : "  (vs the one-token run %.3g)", *c.other_distance);
+          line += buf;
+        }
+      } else {
+        line += "  (" + c.why + ")";
+      }
+      std::cout << line << "\n";
     }
   for (const auto& line : ckjit::xray::report_text(rep)) std::cout << line << "\n";
   return 0;

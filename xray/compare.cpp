@@ -80,7 +80,8 @@ std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candida
       const TapRecord* ea = find(tol.envelope_a, c.name);
       const TapRecord* eb = find(tol.envelope_b, c.name);
       Distance e;
-      if (ea && eb) e = distance(*ea, *eb);
+      // Oriented like the candidate's distance: the other run against the reference run.
+      if (ea && eb) e = distance(*eb, *ea);
       if (!ea || !eb || e.rows == 0) {
         r.why = "no envelope measured here (the two reference runs do not both hold it)";
         out.push_back(r);
@@ -88,6 +89,8 @@ std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candida
       }
       r.tolerance = e.rel;
       r.verdict = d.rel <= e.rel ? Verdict::passed : Verdict::failed;
+      const Distance o = distance(c, *eb);
+      if (o.rows > 0) r.other_distance = o.rel, r.other_identical = o.identical;
     }
     out.push_back(r);
   }

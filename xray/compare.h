@@ -28,6 +28,10 @@ struct CheckpointResult {
   bool bit_identical = false;
   double tolerance = 0;
   std::string tolerance_source;
+  // Against the envelope's other run (llama.cpp one token per batch), when there is one: which of
+  // llama.cpp's two orders the candidate follows.
+  std::optional<double> other_distance;
+  bool other_identical = false;
 };
 
 struct Distance {
@@ -42,7 +46,8 @@ Distance distance(const TapRecord& a, const TapRecord& b);
 struct Tolerances {
   std::string source;  // "bit-identical (numerical contract)" or "llama.cpp batched vs one token per batch"
   bool exact = false;
-  std::vector<TapRecord> envelope_a, envelope_b;  // the two runs the envelope is measured between
+  // The envelope: distance(envelope_b, envelope_a), envelope_a being the reference run itself.
+  std::vector<TapRecord> envelope_a, envelope_b;
 };
 
 std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candidate, const std::vector<TapRecord>& reference,

@@ -160,8 +160,11 @@ std::vector<TapRecord> read_llama_dump(const std::string& dir, const DumpShape& 
   if (ub_start != s.n_rows)
     throw Error(shape_error(dir, "it covers " + std::to_string(ub_start) + " rows, this trajectory " + std::to_string(s.n_rows)));
 
-  // Vision graph (one image): rows are patches in merge order.
-  bool any_vision = false;
+  // Vision graph (one image): rows are patches in merge order. llama.cpp reuses a block's names
+  // inside the deepstack mergers (other widths, a quarter of the rows): the first record of a
+  // name with this image's shape is the checkpoint, the others are other nodes.
+  std::map<std::string, std::string> misfit;  // checkpoint -> why its records did not fit
+  std::map<std::string, bool> taken;
   for (const Node& n : nodes) {
     if (n.graph != "vision") continue;
     std::string name;
@@ -169,20 +172,20 @@ std::vector<TapRecord> read_llama_dump(const std::string& dir, const DumpShape& 
     if (n.base == "patch_bias" && n.layer < 0) name = "V.patch_embd";
     for (const auto& [ll, ck] : kVision)
       if (n.base == ll && n.layer >= 0) name = "V" + std::to_string(n.layer) + "." + ck, cols = n.base == "ffn_gelu" ? s.v_ff : s.v_embd;
-    if (name.empty()) continue;
+    if (name.empty() || taken[name]) continue;
     if (s.v_layers == 0) throw Error(shape_error(dir, "it holds a vision graph, this run has no image"));
     if (n.layer >= s.v_layers) throw Error(shape_error(dir, "vision layer " + std::to_string(n.layer) + " of a tower of " + std::to_string(s.v_layers)));
-    if (n.elements != cols * s.v_patches)
-      throw Error(shape_error(dir, name + " has " + std::to_string(n.elements) + " values, this image " + std::to_string(s.v_patches) +
-                                       " patches of " + std::to_string(cols)));
+    if (n.elements != cols * s.v_patches) {
+      misfit[name] = name + " has " + std::to_string(n.elements) + " values, this image " + std::to_string(s.v_patches) +
+                     " patches of " + std::to_string(cols);
+      continue;
+    }
     b.add(name, cols, read_floats(dir + "/vision.bin", n.offset, n.elements), 0);
-    any_vision = true;
+    taken[name] = true;
   }
+  for (const auto& [name, why] : misfit)
+    if (!taken[name]) throw Error(shape_error(dir, why));
   std::vector<TapRecord> out = b.take();
-  if (any_vision)
-    for (const TapRecord& r : out)
-      if (r.name[0] == 'V' && r.rows.size() != size_t(s.v_patches))
-        throw Error("llama.cpp dump " + dir + ": " + r.name + " appears more than once (xray compares one image)");
   return out;
 }
 

@@ -51,6 +51,8 @@ std::string describe(const CheckpointResult& c) {
   std::string s = c.name + ": " + verdict_name(c.verdict) + ", rel L2 " + fmt(c.distance) + (c.bit_identical ? " (bit-identical)" : "") +
                   ", max |d| " + fmt(c.max_abs) + " (worst row " + std::to_string(c.worst_row) + ", " + std::to_string(c.rows) +
                   " rows), tolerance " + fmt(c.tolerance);
+  if (c.other_distance)
+    s += "; vs the one-token run: rel L2 " + fmt(*c.other_distance) + (c.other_identical ? " (bit-identical)" : "");
   return s;
 }
 
@@ -219,6 +221,7 @@ std::string report_json(const XrayReport& r) {
     else
       w.field("rel_l2", c.distance).field("max_abs", c.max_abs).field("worst_row", (long long)c.worst_row).field("rows", (long long)c.rows)
           .field("bit_identical", c.bit_identical).field("tolerance", c.tolerance);
+    if (c.other_distance) w.field("rel_l2_vs_one_token_run", *c.other_distance).field("bit_identical_to_one_token_run", c.other_identical);
     w.field("op", graph::checkpoint_op(c.name));
     w.end_object();
   };

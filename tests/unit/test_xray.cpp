@@ -131,6 +131,42 @@ TEST_CASE("tap: a tapped run gives the same logits bit for bit (its split row pa
   CHECK(std::memcmp(tap.find("logits")->data.data(), b.data(), b.size() * 4) == 0);
 }
 
+TEST_CASE("compare: exact tolerance, llama.cpp's envelope oriented like the candidate, and no envelope means not compared") {
+  const TapRecord ref{"L0.q", 2, {0, 1}, {1, 0, 0, 2}};
+  const TapRecord near{"L0.q", 2, {0, 1}, {1.001f, 0, 0, 2}};
+  const TapRecord far{"L0.q", 2, {0, 1}, {1.1f, 0, 0, 2}};
+  xray::Tolerances exact;
+  exact.exact = true;
+  auto one = [](const std::vector<TapRecord>& c, const std::vector<TapRecord>& r, const xray::Tolerances& t) {
+    const auto v = xray::compare_runs(c, r, t);
+    REQUIRE(v.size() == 1);
+    return v[0];
+  };
+  CHECK(one({ref}, {ref}, exact).verdict == xray::Verdict::passed);
+  CHECK(one({near}, {ref}, exact).verdict == xray::Verdict::failed);
+  CHECK(one({near}, {}, exact).verdict == xray::Verdict::not_compared);
+  xray::Tolerances env;
+  env.envelope_a = {ref}, env.envelope_b = {near};  // the reference run and llama.cpp's other run
+  const auto same_as_other = one({near}, {ref}, env);
+  CHECK(same_as_other.verdict == xray::Verdict::passed);  // exactly the other run's distance: inside
+  CHECK(same_as_other.tolerance == doctest::Approx(0.001));
+  CHECK(same_as_other.other_identical);
+  CHECK(one({far}, {ref}, env).verdict == xray::Verdict::failed);
+  CHECK(one({far}, {ref}, xray::Tolerances{}).verdict == xray::Verdict::not_compared);  // no envelope: no guess
+  // Rows are matched by position; a row only one run holds is not compared.
+  const TapRecord late{"L0.q", 2, {1, 7}, {0, 2, 5, 5}};
+  const auto d = xray::distance(late, ref);
+  CHECK(d.rows == 1);
+  CHECK(d.identical);
+  // The first ranking disagreement: step and rank.
+  const TapRecord la{"logits", 3, {4, 5}, {1, 2, 3, 3, 2, 1}}, lb{"logits", 3, {4, 5}, {1, 2, 3, 3, 1, 2}};
+  const auto k = xray::first_ranking_disagreement(la, lb);
+  CHECK(k.step == 1);
+  CHECK(k.position == 5);
+  CHECK(k.k == 2);
+  CHECK(k.top1_candidate == 0);
+}
+
 TEST_CASE("checkpoints: every name has its op; unknown names have none") {
   const auto names = graph::checkpoint_names(2, 1, 1);
   CHECK(names.front() == "V.patch_embd");
