@@ -58,6 +58,11 @@ const TinyPair& tiny_pair() {
   return p;
 }
 
+// The CLI with stdout (the generated text) into `out` and stderr captured.
+CliResult run_text_to(const std::string& args, const fs::path& out) {
+  return run_shell("{ '" CKJIT_BINARY_PATH "' " + args + " > " + q(out) + "; }");
+}
+
 std::string image_run(const TinyPair& p, const std::string& extra) {
   return "run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --image " + q(p.image()) + " -p Describe -n 3 " + extra;
 }
@@ -125,9 +130,9 @@ TEST_CASE("ckjit run --report DIR: every file, one ops.csv row per executed op, 
   REQUIRE(fs::exists(p.mmproj));
   const fs::path dir = p.dir / "report";
   const fs::path out_plain = p.dir / "plain.txt", out_report = p.dir / "report.txt";
-  CliResult plain = run_ckjit(image_run(p, "> " + q(out_plain)));
+  CliResult plain = run_text_to(image_run(p, ""), out_plain);
   REQUIRE(plain.status == 0);
-  CliResult r = run_ckjit(image_run(p, "--profile --report " + q(dir) + " > " + q(out_report)));
+  CliResult r = run_text_to(image_run(p, "--profile --report " + q(dir)), out_report);
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(slurp(out_plain) == slurp(out_report));  // the report changes nothing the run prints
@@ -169,8 +174,8 @@ TEST_CASE("ckjit run --report on an unwritable DIR: the text is printed, a clear
   const fs::path blocker = p.dir / "a-file";
   std::ofstream(blocker) << "x";
   const fs::path out = p.dir / "unwritable.txt", plain = p.dir / "text-plain.txt";
-  REQUIRE(run_ckjit("run -m " + q(p.model) + " -p Hello -n 3 > " + q(plain)).status == 0);
-  CliResult r = run_ckjit("run -m " + q(p.model) + " -p Hello -n 3 --report " + q(blocker / "sub") + " > " + q(out));
+  REQUIRE(run_text_to("run -m " + q(p.model) + " -p Hello -n 3", plain).status == 0);
+  CliResult r = run_text_to("run -m " + q(p.model) + " -p Hello -n 3 --report " + q(blocker / "sub"), out);
   INFO(r.output);
   CHECK(r.status != 0);
   CHECK(r.output.find("error: --report cannot create the directory") != std::string::npos);

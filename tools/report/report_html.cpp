@@ -63,15 +63,16 @@ std::string bars(const std::string& id, const std::vector<std::pair<std::string,
   double top = 0;
   for (const auto& [_, v] : rows) top = std::max(top, v);
   const int h = 18, H = int(rows.size()) * (h + 4) + 4;
-  std::string svg = "<svg class=\"bars\" id=\"" + id + "\" viewBox=\"0 0 1000 " + std::to_string(H) +
+  // 600 units across: about one unit per pixel in a half-page column, so the text stays 12 px.
+  std::string svg = "<svg class=\"bars\" id=\"" + id + "\" viewBox=\"0 0 600 " + std::to_string(H) +
                     "\" width=\"100%\" role=\"img\">";
   int y = 4;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double w = top > 0 ? 640 * rows[i].second / top : 0;
-    svg += "<text x=\"190\" y=\"" + std::to_string(y + 13) + "\" text-anchor=\"end\">" + esc(rows[i].first) + "</text>";
-    svg += "<rect class=\"op-bar\" x=\"200\" y=\"" + std::to_string(y) + "\" width=\"" + fmt("%.2f", std::max(w, 0.5)) +
+    const double w = top > 0 ? 330 * rows[i].second / top : 0;
+    svg += "<text x=\"150\" y=\"" + std::to_string(y + 13) + "\" text-anchor=\"end\">" + esc(rows[i].first) + "</text>";
+    svg += "<rect class=\"op-bar\" x=\"158\" y=\"" + std::to_string(y) + "\" width=\"" + fmt("%.2f", std::max(w, 0.5)) +
            "\" height=\"" + std::to_string(h) + "\" fill=\"" + color(i) + "\"></rect>";
-    svg += "<text x=\"" + fmt("%.1f", 206 + w) + "\" y=\"" + std::to_string(y + 13) + "\">" + fmt("%.2f", rows[i].second) + " " +
+    svg += "<text x=\"" + fmt("%.1f", 164 + w) + "\" y=\"" + std::to_string(y + 13) + "\">" + fmt("%.2f", rows[i].second) + " " +
            unit + "</text>";
     y += h + 4;
   }
