@@ -9,6 +9,8 @@ WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 python3 "$(dirname "$0")/prompt_words.py" "$PP" >"$WORK/prompt.txt"
 echo "machine: $("$BIN" info 2>/dev/null | head -1)"
 echo "model: $MODEL, prompt $PP words, decode $TG, $ROUNDS rounds"
+# One discarded run first: the model file into the page cache.
+"$BIN" run -m "$MODEL" -f "$WORK/prompt.txt" -n "$TG" --ignore-eos >/dev/null 2>&1
 for r in $(seq 1 "$ROUNDS"); do
   "$BIN" run -m "$MODEL" -f "$WORK/prompt.txt" -n "$TG" --ignore-eos 2>"$WORK/plain.$r" >"$WORK/plain.out.$r"
   "$BIN" run -m "$MODEL" -f "$WORK/prompt.txt" -n "$TG" --ignore-eos --profile 2>"$WORK/profile.$r" >/dev/null
@@ -28,7 +30,8 @@ for k, v in res.items():
     print(f"{k:8s} prefill+decode ms: " + " ".join(f"{x:.0f}" for x in v) + f"  median {statistics.median(v):.0f}")
 base = statistics.median(res["plain"])
 for k in ("profile", "report"):
-    print(f"{k} / plain (medians): {statistics.median(res[k]) / base:.4f}")
+    # On a shared machine other tenants only ever add time: the best runs are the cleanest ratio.
+    print(f"{k} / plain: medians {statistics.median(res[k]) / base:.4f}, best runs {min(res[k]) / min(res['plain']):.4f}")
 ph = json.load(open(f"{work}/rep/phases.json"))
 print(f"ceiling probe after the run (--report only): {ph['peaks']['probe_ms']:.0f} ms")
 PY
