@@ -79,9 +79,10 @@ long long profiled_calls(const std::string& out) {
 
 }  // namespace
 
+// (No commas in the test names: CTest would lose their labels.)
 TEST_SUITE("report") {
 
-TEST_CASE("report writers: one ops.csv row per recorded call with every column, dtypes and bridge") {
+TEST_CASE("report writers: one ops.csv row per recorded call with every column and the dtype and bridge files") {
   OpProfile prof;
   prof.keep_calls(16);
   const OpDesc q{1024, 256, "Q4_K", "Q8_K", "jit gemm avx2 spec,with,commas", "jit gemv avx2 x"};
@@ -125,7 +126,7 @@ TEST_CASE("report dir: a path that cannot be a directory is refused with the rea
   fs::remove(file);
 }
 
-TEST_CASE("ckjit run --report DIR: every file, one ops.csv row per executed op, every tensor, same text") {
+TEST_CASE("ckjit run --report DIR: every file and one ops.csv row per executed op and every tensor and the same text") {
   const TinyPair& p = tiny_pair();
   REQUIRE(fs::exists(p.mmproj));
   const fs::path dir = p.dir / "report";
@@ -168,7 +169,7 @@ TEST_CASE("ckjit run --report DIR: every file, one ops.csv row per executed op, 
   CHECK(slurp(dir / "machine.json").find("\"name\":\"") != std::string::npos);
 }
 
-TEST_CASE("ckjit run --report on an unwritable DIR: the text is printed, a clear error, non-zero exit") {
+TEST_CASE("ckjit run --report on an unwritable DIR: the text is printed with a clear error and a non-zero exit") {
   const TinyPair& p = tiny_pair();
   REQUIRE(fs::exists(p.model));
   const fs::path blocker = p.dir / "a-file";
@@ -187,7 +188,7 @@ TEST_CASE("ckjit run --report on an unwritable DIR: the text is printed, a clear
 
 TEST_SUITE("slow") {
 
-TEST_CASE("report.html renders in headless Chromium: chart, tables, no console message, no overflow at 1280 px") {
+TEST_CASE("report.html renders in headless Chromium: chart and tables without console messages or overflow at 1280 px") {
   const char* chromium = "/usr/bin/chromium";
   if (!fs::exists(chromium)) CKJIT_SKIP("chromium is not installed (tools/setup.sh installs it)");
   const TinyPair& p = tiny_pair();
