@@ -46,14 +46,6 @@ KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op 
   return s;
 }
 
-const jit::JitKernel* try_kernel(const KernelSpec& s) {
-  try {
-    return &jit::global_code_cache().get(s);
-  } catch (const Error&) {
-    return nullptr;  // no emitter for this (type, op, ISA): the caller falls back
-  }
-}
-
 std::unique_ptr<jit::PackedWeights> repack(const gguf::TensorInfo& t, int panel, int threads) {
   const int64_t n = t.ne[1], k = t.ne[0];
   switch (t.type.type) {
@@ -103,6 +95,15 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
     : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_order_(setup.llama_decode_order),
       llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), silu_(setup.isa), name_(t.name) {
+  setup_kernels(t, setup);
+  const std::string wt = tensor_type_info(wtype_).name, at = tensor_type_info(atype_).name;
+  desc_ = OpDesc{n_, k_, wt, at, kernel_name(2), kernel_name(1)};
+  const std::string q = atype_ == TensorType::Q8_0 ? "quantize_row_q8_0 (AVX2)"
+                                                   : std::string("quantize_row_q8_K (") + (q8k_avx512_ ? "AVX-512" : "AVX2") + ")";
+  prepare_desc_ = OpDesc{0, k_, "", "f32 -> " + at, q, q};
+}
+
+void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) {
   atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
@@ -213,6 +214,31 @@ std::string Linear::describe() const {
     out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
   if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
   return out;
+}
+
+std::string Linear::kernel_name(int64_t m) const {
+  // The same tests in the same order as matmul().
+  const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
+  if (exact_rows(m))
+    return std::string("llama.cpp ") + dot + " order (" + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm" : "AVX2") + ")";
+  if (uses_reference()) return "scalar reference";
+  const OpKernels& k = m == 1 ? gemv_ : gemm_;
+  return std::string(m == 1 ? "jit gemv " : "jit gemm ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
+}
+
+OpDesc Linear::swiglu_desc(const Linear& gate, const Linear& up) {
+  OpDesc d{gate.n_ + up.n_, gate.k_, gate.desc_.weight_type + "+" + up.desc_.weight_type, gate.desc_.input_type, "", ""};
+  // The same tests as swiglu().
+  auto two = [&](int64_t m, const char* silu) {
+    return "gate " + gate.kernel_name(m) + "; up " + up.kernel_name(m) + "; " + silu;
+  };
+  auto fused = [](const OpKernels& k) {
+    return std::string("jit swiglu ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
+  };
+  const bool llama = llama_swiglu_decode(gate, up);
+  d.kernel_row = llama ? two(1, "llama.cpp swiglu") : !fused_swiglu(gate, up) ? two(1, "silu_mul") : fused(gate.swiglu_1_);
+  d.kernel_rows = unfused_prefill(gate, up) ? two(2, llama ? "llama.cpp swiglu" : "silu_mul") : fused(gate.swiglu_m_);
+  return d;
 }
 
 float Linear::reference_dot(int64_t row, const void* xrow) const {

@@ -65,6 +65,13 @@ class Linear {
     return {double(m) * double(n_) * double(k_), double(n_) * double(row_bytes(tensor_type_info(wtype_), k_))};
   }
 
+  // What this weight's op runs, for the per-call report (ckjit run --report): shape, types and
+  // the kernel of M > 1 and M = 1; and what prepare() runs. Built at load; the timers keep pointers.
+  const OpDesc* op_desc() const { return &desc_; }
+  const OpDesc* prepare_desc() const { return &prepare_desc_; }
+  // The Gate-Up pair as one op: the fused SwiGLU kernel, or the two matmuls and the silu.
+  static OpDesc swiglu_desc(const Linear& gate, const Linear& up);
+
   // Quantizes m rows of x (k floats, ldx apart) into xq (m * act_row_bytes() bytes).
   void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const;
   // y[r][0..n) = W · x_r (+ residual[r]) for r < m; xq holds m prepared rows (act_row_bytes apart),
@@ -93,6 +100,8 @@ class Linear {
   };
   OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,
                    LinearPlanner* planner) const;
+  void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
+  std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
   bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
   bool exact_rows(int64_t m) const;
   void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
@@ -114,6 +123,7 @@ class Linear {
   int64_t raw_row_bytes_ = 0;
   std::unique_ptr<jit::PackedWeights> packed_;
   OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_;
+  OpDesc desc_, prepare_desc_;
 };
 
 // Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),

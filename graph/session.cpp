@@ -112,7 +112,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
   for (int64_t r = 0; r < m; ++r) any_deepstack = any_deepstack || b.deepstack[size_t(begin + r)];
   OpProfile* const prof = profile_;
   if (prof) prof->add_rows(prof->phase(), m);
-  std::optional<OpTimer> embed_timer(std::in_place, prof, "embed");
+  std::optional<OpTimer> embed_timer(std::in_place, prof, "embed", -1, OpWork{}, OpCall{m});
   pool_.run(size_t(m), [&](size_t rr, int) {
     const int64_t r = int64_t(rr), i = begin + r;
     if (b.token[size_t(i)] >= 0)
@@ -133,23 +133,24 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
     const TextModel::Layer& L = md.layers()[il];
     const int li = int(il);
     {
-      OpTimer t(prof, "norm", li);
+      OpTimer t(prof, "norm", li, {}, {m});
       pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.attn_norm, xn + int64_t(r) * E, E, eps); });
     }
     publish(li, "attn_norm", xn, E);
     LinearGroup qkv{L.wq.get(), L.wk.get(), L.wv.get()};
     {
-      OpTimer t(prof, "quantize", li);
+      OpTimer t(prof, "quantize", li, {}, {m, {L.wq->prepare_desc()}});
       qkv.prepare(pool_, xn, E, m, prep);
     }
     {
-      OpTimer t(prof, "qkv", li, L.wq->work(m) + L.wk->work(m) + L.wv->work(m));
+      OpTimer t(prof, "qkv", li, L.wq->work(m) + L.wk->work(m) + L.wv->work(m),
+                {m, {L.wq->op_desc(), L.wk->op_desc(), L.wv->op_desc()}});
       L.wq->matmul(pool_, qkv.input(0), m, q, Q);
       L.wk->matmul(pool_, qkv.input(1), m, k, KV);
       L.wv->matmul(pool_, qkv.input(2), m, v, KV);
     }
     publish(li, "q", q, Q), publish(li, "k", k, KV), publish(li, "v", v, KV);
-    std::optional<OpTimer> rope_timer(std::in_place, prof, "qk_norm_rope_kv", li);
+    std::optional<OpTimer> rope_timer(std::in_place, prof, "qk_norm_rope_kv", li, OpWork{}, OpCall{m});
     auto qk_norm = [&](int64_t r) {
       float* qr = q + r * Q;
       float* kr = k + r * KV;
@@ -182,7 +183,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
       // Q·K and P·V (2 · head_dim per head and key).
       double keys = 0;
       for (int64_t r = 0; r < m; ++r) keys += double(slot0 + r + 1);
-      OpTimer t(prof, "attention", li, {keys * 2.0 * double(hp.n_head * D), 0});
+      OpTimer t(prof, "attention", li, {keys * 2.0 * double(hp.n_head * D), 0}, {m});
       float* scratch = arena_.get<float>(s_.att_scratch);
       if (tiled_) tiled_->run(pool_, q, m, slot0, *kv_, int64_t(il), attn, scratch);
       else md.attention().run(pool_, as, q, m, slot0, kv_->k_rows(int64_t(il)), kv_->v_rows(int64_t(il)), attn, scratch,
@@ -191,38 +192,38 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
     publish(li, "attn_out", attn, Q);
     LinearGroup wo{L.wo.get()};
     {
-      OpTimer t(prof, "quantize", li);
+      OpTimer t(prof, "quantize", li, {}, {m, {L.wo->prepare_desc()}});
       wo.prepare(pool_, attn, Q, m, prep);
     }
     {
-      OpTimer t(prof, "out_proj", li, L.wo->work(m));
+      OpTimer t(prof, "out_proj", li, L.wo->work(m), {m, {L.wo->op_desc()}});
       L.wo->matmul(pool_, wo.input(0), m, h_next, E, h);
     }
     std::swap(h, h_next);
     publish(li, "attn_residual", h, E);
 
     {
-      OpTimer t(prof, "norm", li);
+      OpTimer t(prof, "norm", li, {}, {m});
       pool_.run(size_t(m), [&](size_t r, int) { rms_norm(h + int64_t(r) * E, L.ffn_norm, xn + int64_t(r) * E, E, eps); });
     }
     publish(li, "ffn_norm", xn, E);
     LinearGroup gate_up{L.gate.get(), L.up.get()};
     {
-      OpTimer t(prof, "quantize", li);
+      OpTimer t(prof, "quantize", li, {}, {m, {L.gate->prepare_desc()}});
       gate_up.prepare(pool_, xn, E, m, prep);
     }
     {
-      OpTimer t(prof, "gate_up_swiglu", li, L.gate->work(m) + L.up->work(m));
+      OpTimer t(prof, "gate_up_swiglu", li, L.gate->work(m) + L.up->work(m), {m, {&L.gate_up_desc}});
       Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m, ffn, F, arena_.get<float>(s_.ffn_tmp));
     }
     publish(li, "ffn_act", ffn, F);
     LinearGroup down{L.down.get()};
     {
-      OpTimer t(prof, "quantize", li);
+      OpTimer t(prof, "quantize", li, {}, {m, {L.down->prepare_desc()}});
       down.prepare(pool_, ffn, F, m, prep);
     }
     {
-      OpTimer t(prof, "down", li, L.down->work(m));
+      OpTimer t(prof, "down", li, L.down->work(m), {m, {L.down->op_desc()}});
       L.down->matmul(pool_, down.input(0), m, h_next, E, h);
     }
     std::swap(h, h_next);
@@ -230,7 +231,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
 
     // Deepstack (A.5): slice il of an image row is added after layer il.
     if (any_deepstack && int64_t(il) < hp.n_deepstack) {
-      OpTimer t(prof, "deepstack", li);
+      OpTimer t(prof, "deepstack", li, {}, {m});
       pool_.run(size_t(m), [&](size_t rr, int) {
         const float* ds = b.deepstack[size_t(begin + int64_t(rr))];
         if (!ds) return;
@@ -248,7 +249,7 @@ void Session::run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_
     if (b.logits[size_t(begin + r)]) want_.push_back(r);
   const int64_t rows = int64_t(want_.size());
   if (rows > 0) {
-    OpTimer t(prof, "lm_head", -1, md.lm_head().work(rows));
+    OpTimer t(prof, "lm_head", -1, md.lm_head().work(rows), {rows, {md.lm_head().op_desc()}});
     pool_.run(size_t(rows), [&](size_t r, int) {
       rms_norm(h + want_[r] * E, md.output_norm(), xn + int64_t(r) * E, E, eps);
     });

@@ -47,6 +47,7 @@ TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Worke
     L.up = std::make_unique<Linear>(*t.up, ls);
     L.down = std::make_unique<Linear>(*t.down, ls);
     fused_ffn_ = fused_ffn_ && !Linear::unfused_prefill(*L.gate, *L.up);
+    L.gate_up_desc = Linear::swiglu_desc(*L.gate, *L.up);
     layers_.push_back(std::move(L));
   }
   LinearSetup head_setup = ls;

@@ -32,6 +32,7 @@ class TextModel {
   struct Layer {
     const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
     std::unique_ptr<Linear> wq, wk, wv, wo, gate, up, down;
+    OpDesc gate_up_desc;  // the Gate-Up SwiGLU op, for the per-call report
   };
 
   // Validates the file (Error on any mismatch), repacks weights and generates kernels; pool runs

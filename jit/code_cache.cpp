@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "jit/emit_clock.h"
 #include "jit/isa_select.h"
 #include "runtime/error.h"
 
@@ -39,12 +42,23 @@ void JitKernel::require_runnable() const {
                 ", which this CPU (or CKJIT_MAX_ISA) does not allow");
 }
 
+namespace {
+std::atomic<int64_t> g_emit_ns{0}, g_emitted{0};
+}  // namespace
+
+EmitClock emit_clock() { return {double(g_emit_ns.load()) / 1e6, g_emitted.load()}; }
+
 const JitKernel& CodeCache::get(const KernelSpec& spec) {
   std::string key = spec.to_string();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return *it->second;
+  const auto t0 = std::chrono::steady_clock::now();
   auto k = std::make_unique<JitKernel>(emit_kernel(spec));
+  // Under the lock, so the sum is emitting wall time even when the repack threads ask at once.
+  g_emit_ns.fetch_add(int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
+                      std::memory_order_relaxed);
+  g_emitted.fetch_add(1, std::memory_order_relaxed);
   return *kernels_.emplace(key, std::move(k)).first->second;
 }
 
@@ -64,7 +78,7 @@ bool have_objdump() { return std::system("command -v objdump >/dev/null 2>&1") =
 
 std::string hex_dump(const uint8_t* p, size_t n) {
   std::ostringstream o;
-  char buf[8];
+  char buf[24];
   for (size_t i = 0; i < n; ++i) {
     if (i % 16 == 0) {
       std::snprintf(buf, sizeof buf, "%06zx:", i);

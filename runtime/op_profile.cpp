@@ -15,7 +15,13 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
-void OpProfile::add(const char* op, int layer, double ms, OpWork w) {
+void OpProfile::keep_calls(size_t reserve) {
+  keep_calls_ = true;
+  calls_.reserve(reserve);
+}
+
+void OpProfile::add(const char* op, int layer, double ms, OpWork w, const OpCall& call) {
+  if (keep_calls_) calls_.push_back(CallRecord{phase_, layer, op, ms, w, call});
   auto& ops = ops_[int(phase_)];
   OpCell* cell = nullptr;
   for (auto& o : ops)

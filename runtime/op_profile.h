@@ -2,7 +2,11 @@
 // Where a run's milliseconds went: wall time, MACs and weight bytes per (phase, op kind) and per
 // (phase, layer), recorded around each op by its caller when a profile is attached (ckjit run
 // --profile). Every op runs to completion on the pool before it returns, so the caller's wall
-// clock is the op's time. Off (a null profile) it costs one pointer test per op.
+// clock is the op's time. Off (a null profile) it costs one pointer test per op. With keep_calls()
+// (ckjit run --report) every call is also kept as one record: its shape and a pointer to the
+// descriptor of the weights it ran (owned by the model, built at load), so recording a call copies
+// no strings and, within the reserve, allocates nothing.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -20,12 +24,40 @@ struct OpWork {
 };
 inline OpWork operator+(OpWork a, OpWork b) { return {a.macs + b.macs, a.weight_bytes + b.weight_bytes}; }
 
+// What a weight op (or an input preparation) is: built once at load by the weight's owner
+// (graph::Linear, vision::DenseLinear) and pointed to by the calls it times.
+struct OpDesc {
+  int64_t n = 0, k = 0;           // output columns and reduction length (n = 0: no weight, e.g. quantize)
+  std::string weight_type;        // stored type(s): "Q4_K", "Q4_K+Q4_K" for a fused pair, "" for none
+  std::string input_type;         // what the kernel consumed: "Q8_K", "f16", "f32 -> Q8_K" for a quantizer
+  std::string kernel_rows;        // the kernel or implementation that runs M > 1 rows
+  std::string kernel_row;         // ... and M = 1 (decode)
+  const std::string& kernel(int64_t m) const { return m == 1 ? kernel_row : kernel_rows; }
+};
+
+// The shape of one timed call: its rows and up to three weights that read the same input (Q/K/V).
+struct OpCall {
+  int64_t m = 0;
+  std::array<const OpDesc*, 3> w{};
+};
+
 class OpProfile {
  public:
   void set_phase(Phase p) { phase_ = p; }
   Phase phase() const { return phase_; }
   // One call of op `op` (a string literal naming the op kind) in layer `layer` (-1: none).
-  void add(const char* op, int layer, double ms, OpWork w = {});
+  void add(const char* op, int layer, double ms, OpWork w = {}, const OpCall& call = {});
+  // Also keep one record per call from now on (reserved up front: no allocation per op within it).
+  void keep_calls(size_t reserve);
+  struct CallRecord {
+    Phase phase;
+    int layer;
+    const char* op;
+    double ms;
+    OpWork work;
+    OpCall call;
+  };
+  const std::vector<CallRecord>& calls() const { return calls_; }
   // Rows (tokens, patches) a phase processed, for the per-row figures.
   void add_rows(Phase p, int64_t rows) { rows_[int(p)] += rows; }
 
@@ -52,16 +84,21 @@ class OpProfile {
   std::vector<OpCell> ops_[kPhases];  // in first-seen order
   std::vector<Cell> layers_[kPhases];
   int64_t rows_[kPhases] = {};
+  bool keep_calls_ = false;
+  std::vector<CallRecord> calls_;
 };
 
 // Times one op into a profile (nothing when the profile is null).
 class OpTimer {
  public:
-  OpTimer(OpProfile* p, const char* op, int layer = -1, OpWork w = {}) : p_(p), op_(op), layer_(layer), w_(w) {
+  OpTimer(OpProfile* p, const char* op, int layer = -1, OpWork w = {}, OpCall call = {})
+      : p_(p), op_(op), layer_(layer), w_(w), call_(call) {
     if (p_) t0_ = std::chrono::steady_clock::now();
   }
   ~OpTimer() {
-    if (p_) p_->add(op_, layer_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(), w_);
+    if (p_)
+      p_->add(op_, layer_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(), w_,
+              call_);
   }
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
@@ -71,6 +108,7 @@ class OpTimer {
   const char* op_;
   int layer_;
   OpWork w_;
+  OpCall call_;
   std::chrono::steady_clock::time_point t0_;
 };
 

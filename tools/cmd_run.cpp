@@ -21,6 +21,7 @@
 #include "graph/generate.h"
 #include "graph/session.h"
 #include "graph/text_model.h"
+#include "jit/emit_clock.h"
 #include "jit/isa_select.h"
 #include "jit/planner/profile.h"
 #include "runtime/error.h"
@@ -29,6 +30,7 @@
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/report/report_collect.h"
 #include "topology/machine.h"
 #include "vision/image_input.h"
 #include "vision/vision_model.h"
@@ -137,7 +139,9 @@ int run_main(const std::vector<std::string>& args) {
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per image (llama.cpp's default 8)")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per image (llama.cpp's default 4096)")
       ("dump-embd", po::value<std::string>(), "write the projector rows as float32 [n_image_rows][n_embd x (1 + deepstack)]")
-      ("report", "print the bridge layout: segments, rows, positions, deepstack layers")
+      ("report", po::value<std::string>()->implicit_value(""),
+       "print the bridge layout; with DIR also write there machine.json, phases.json, ops.csv (one row per op call), "
+       "dtypes.csv, bridge.json and report.html (adds a ~0.3 s ceiling probe after the run)")
       ("attention", po::value<std::string>()->default_value("llama"),
        "attention float order: llama (llama.cpp's flash-attention rows, f16 accumulator) | tiled (f32 JIT tiles, faster on long prompts)")
       ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
@@ -187,6 +191,12 @@ int run_main(const std::vector<std::string>& args) {
   if (n_ctx < 1) throw ckjit::Error("--ctx-size must be at least 1");
   if (vm["batch-size"].as<int>() < 1) throw ckjit::Error("--batch-size must be at least 1");
   const bool verbose = vm.count("verbose") > 0;
+
+  // A report directory that cannot be written is said up front; the run still runs (its text is
+  // printed) and exits non-zero at the end.
+  const std::string report_dir = vm.count("report") ? vm["report"].as<std::string>() : "";
+  std::string report_problem = report_dir.empty() ? "" : ckjit::report::check_report_dir(report_dir);
+  if (!report_problem.empty()) std::fprintf(stderr, "error: --report %s (the run goes on; no report)\n", report_problem.c_str());
 
   auto machine = ckjit::topo::detect_machine();
   const int want_threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
@@ -249,6 +259,7 @@ int run_main(const std::vector<std::string>& args) {
   mopt.linear.planner = &planner;
   const double open_ms = ms_since(t_load);
   const auto t_repack = Clock::now();
+  const ckjit::jit::EmitClock jit_before = ckjit::jit::emit_clock();
   const ckjit::graph::TextModel model(file, mopt, *pool);
   const auto& hp = model.hparams();
   if (vhp) ckjit::vision::check_pair(*vhp, mmproj_path, hp, model_path);
@@ -256,9 +267,16 @@ int run_main(const std::vector<std::string>& args) {
   if (vhp) vision = std::make_unique<ckjit::vision::VisionModel>(*mmproj_file, ckjit::jit::runtime_isa(), *pool);
   const ckjit::tok::Tokenizer tok = tok_built.get();  // counted in repack_ms if it outlasts the models
   const double repack_ms = ms_since(t_repack);
+  const ckjit::jit::EmitClock jit_after = ckjit::jit::emit_clock();
   ckjit::graph::Session session(model, sopt, *pool);
   std::optional<ckjit::OpProfile> profile;
-  if (vm.count("profile")) session.set_profile(&profile.emplace());
+  if (vm.count("profile") || !report_dir.empty()) session.set_profile(&profile.emplace());
+  if (!report_dir.empty()) {
+    // One record per op call, reserved for this run's calls: none of them allocates.
+    const size_t per_chunk = size_t(hp.n_layer) * 16 + 4;
+    profile->keep_calls(per_chunk * size_t(n_predict + 16 + int(image_paths.size()) * 2) +
+                        (vhp ? size_t(vhp->n_layer) * 16 * image_paths.size() + 64 : 0));
+  }
   if (tok.n_tokens() > hp.n_vocab)
     throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
                        std::to_string(hp.n_vocab) + " rows");
@@ -386,11 +404,45 @@ int run_main(const std::vector<std::string>& args) {
                  open_ms, repack_ms, encode_ms, embeddings.size(), embeddings.size() == 1 ? "" : "s", (long long)img_rows,
                  res.prefill_ms, res.image_prefill_ms, res.prefill_ms - res.image_prefill_ms, res.decode_ms);
   }
-  if (profile)
+  if (vm.count("profile"))
     for (const auto& line : profile->report()) std::fprintf(stderr, "%s\n", line.c_str());
+  if (!report_dir.empty() && report_problem.empty()) {
+    namespace rep = ckjit::report;
+    rep::RunReport rr;
+    rr.machine_name = machine.name(), rr.machine_json = machine.to_json(), rr.threads = threads;
+    rr.model_path = model_path, rr.mmproj_path = vision ? mmproj_path : "";
+    rep::RunClocks c;
+    c.open_ms = open_ms, c.load_wall_ms = repack_ms;
+    c.jit_ms = jit_after.ms - jit_before.ms, c.jit_kernels = jit_after.kernels - jit_before.kernels;
+    c.vision = vision != nullptr, c.encode_ms = encode_ms, c.images = int64_t(embeddings.size());
+    for (const auto& e : embeddings) c.image_rows += e.n_rows();
+    c.image_prefill_ms = res.image_prefill_ms, c.prefill_ms = res.prefill_ms, c.decode_ms = res.decode_ms;
+    c.prompt_rows = res.n_prompt, c.decoded = res.n_decoded;
+    rr.phases = rep::run_phases(c);
+    rr.profile = &*profile;
+    rr.tensors = rep::text_tensor_rows(file, model);
+    if (vision) {
+      const auto vrows = rep::vision_tensor_rows(*mmproj_file, *vision);
+      rr.tensors.insert(rr.tensors.end(), vrows.begin(), vrows.end());
+    }
+    rr.bridge = bridge ? rep::bridge_layout(*bridge, hp.n_deepstack) : rep::text_layout(int64_t(ids.size()));
+    std::fprintf(stderr, "report: measuring the ceilings (int8 dot, f32 FMA, DRAM read) for ops.csv\n");
+    rr.peaks = rep::measure_peaks_quick(machine, threads);
+    try {
+      rep::write_run_report(report_dir, rr);
+      std::fprintf(stderr, "report: wrote %s/report.html (and machine.json, phases.json, ops.csv with %zu op calls, dtypes.csv, bridge.json)\n",
+                   report_dir.c_str(), profile->calls().size());
+    } catch (const ckjit::Error& e) {
+      report_problem = e.what();
+    }
+  }
   if (embedded_default)
     std::fprintf(stderr, "note: the default pair has random weights (%s preset): the text above is noise; "
                          "run with -m/--mmproj/--image for real files\n", def.preset.c_str());
+  if (!report_problem.empty()) {
+    std::fprintf(stderr, "error: --report %s: no report written\n", report_problem.c_str());
+    return 1;
+  }
   return 0;
 }
 

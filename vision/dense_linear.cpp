@@ -56,6 +56,7 @@ DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias
     pack(nullptr, reinterpret_cast<const uint16_t*>(w.data), threads);
   }
   build_kernels();
+  build_op_descs();
 }
 
 DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
@@ -75,6 +76,7 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
     pack(nullptr, h.data(), threads);
   }
   build_kernels();
+  build_op_descs();
 }
 
 void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threads) {
@@ -149,6 +151,15 @@ std::string DenseLinear::describe() const {
   const char* in = round_ == TensorType::F16 ? "f16" : round_ == TensorType::BF16 ? "bf16" : "f32";
   return name_ + " " + t + " [" + std::to_string(k_) + " x " + std::to_string(n_) + "] -> dense avx2 " + packed +
          " panels, input " + in + ", mr=" + std::to_string(kMr) + " nr=" + std::to_string(kNr) + " kc=" + std::to_string(kc_);
+}
+
+void DenseLinear::build_op_descs() {
+  auto lower = [](TensorType t) { return t == TensorType::F16 ? "f16" : t == TensorType::BF16 ? "bf16" : "f32"; };
+  const std::string kernel = std::string("jit dense avx2 ") + lower(wtype_) + " panels mr=" + std::to_string(kMr) +
+                             " nr=" + std::to_string(kNr) + " kc=" + std::to_string(kc_) + " (f32 FMA)";
+  desc_ = OpDesc{n_, k_, tensor_type_info(file_type_).name, lower(round_), kernel, kernel};
+  const std::string round = round_ == TensorType::F16 ? "round rows to f16" : round_ == TensorType::BF16 ? "round rows to bf16" : "copy rows";
+  prepare_desc_ = OpDesc{0, k_, "", std::string("f32 -> ") + lower(round_), round, round};
 }
 
 void DenseLinear::prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {

@@ -42,6 +42,11 @@ class DenseLinear {
     return {double(m) * double(n_) * double(k_), double(n_) * double(k_) * (wtype_ == TensorType::F32 ? 4.0 : 2.0)};
   }
 
+  const std::string& name() const { return name_; }
+  // What matmul() and prepare() run, for the per-call report (ckjit run --report); built at load.
+  const OpDesc* op_desc() const { return &desc_; }
+  const OpDesc* prepare_desc() const { return &prepare_desc_; }
+
   // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
   void prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;
   // y[r] = W xr[r] + b (+ residual[r]); xr dense m x k (from prepare), y rows ldy floats apart,
@@ -54,6 +59,7 @@ class DenseLinear {
   void pack_full_panel(const uint8_t* src, int es, int64_t p);
   void pack_panel_scalar(const uint8_t* src, int es, int64_t p);
   void build_kernels();
+  void build_op_descs();
   static std::vector<jit::GemmFn> make_table(TensorType wtype, int64_t kc, int64_t k);
   jit::GemmFn kernel(int mr, int nr, bool acc, jit::Epilogue ep) const {
     return fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + acc) * 3 + size_t(ep_index(ep))];
@@ -72,6 +78,7 @@ class DenseLinear {
   std::vector<float> bias_;             // n rounded up to a whole panel, zero-padded
   jit::PackedWeights w_;
   std::vector<jit::GemmFn> fns_;
+  OpDesc desc_, prepare_desc_;
 };
 
 }  // namespace ckjit::vision

@@ -116,7 +116,7 @@ std::vector<std::string> VisionModel::describe() const {
 void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n,
                         float* out, int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h,
                         OpProfile* prof, const char* op) const {
-  OpTimer t(prof, op, -1, m.fc1->work(n / 4) + m.fc2->work(n / 4));
+  OpTimer t(prof, op, -1, m.fc1->work(n / 4) + m.fc2->work(n / 4), {n / 4, {m.fc1->op_desc(), m.fc2->op_desc()}});
   const int64_t C = hp_.n_embd, C4 = hp_.merged_width(), rows = n / 4;
   grow(a, n * C);
   if (norm_before_grouping) layer_norm_rows(pool, z, C, a.data(), C, n, C, m.norm_w, m.norm_b, hp_.eps);
@@ -137,7 +137,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
                 ", not a whole number of " + std::to_string(2 * P) + "-pixel merged patches");
   const int64_t gw = px.width / P, gh = px.height / P, n = gw * gh;
   if (prof) prof->set_phase(Phase::encode), prof->add_rows(Phase::encode, n);
-  std::optional<OpTimer> patch_timer(std::in_place, prof, "patch_embed", -1, patch_->work(n));
+  std::optional<OpTimer> patch_timer(std::in_place, prof, "patch_embed", -1, patch_->work(n), OpCall{n, {patch_->op_desc()}});
 
   // Patches in merge order, each row (c, ky, kx) like llama.cpp's im2col.
   std::vector<float> patches(size_t(n * 3 * P * P));
@@ -158,7 +158,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     if (tap) tap->publish(name, data, n, cols, cols, 0);
   };
   publish("V.patch_embd", z.data(), C);
-  patch_timer.emplace(prof, "pos_embed");
+  patch_timer.emplace(prof, "pos_embed", -1, OpWork{}, OpCall{n});
 
   // + the position table resized to gh x gw (bilinear, align corners), in merge order.
   for (int64_t i = 0; i < gh; ++i)
@@ -195,40 +195,40 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     const Layer& L = layers_[size_t(l)];
     const int li = int(l);
     // "prepare" rounds a matmul's input rows to the weight's input type (f16 for an F16 tower).
-    std::optional<OpTimer> t(std::in_place, prof, "layer_norm", li);
+    std::optional<OpTimer> t(std::in_place, prof, "layer_norm", li, OpWork{}, OpCall{n});
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln1_w, L.ln1_b, hp_.eps);
     if (tap) publish(graph::layer_checkpoint('V', l, "ln1"), a.data(), C);
-    t.emplace(prof, "prepare", li);
+    t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.qkv->prepare_desc()}});
     L.qkv->prepare(pool, a.data(), C, n, xr.data());
-    t.emplace(prof, "qkv", li, L.qkv->work(n));
+    t.emplace(prof, "qkv", li, L.qkv->work(n), OpCall{n, {L.qkv->op_desc()}});
     L.qkv->matmul(pool, xr.data(), n, qkv.data(), 3 * C);
     if (tap) publish(graph::layer_checkpoint('V', l, "qkv"), qkv.data(), 3 * C);
-    t.emplace(prof, "rope", li);
+    t.emplace(prof, "rope", li, OpWork{}, OpCall{n});
     rope.apply(pool, qkv.data(), 3 * C, hp_.n_head);      // Q
     rope.apply(pool, qkv.data() + C, 3 * C, hp_.n_head);  // K
     if (tap) publish(graph::layer_checkpoint('V', l, "qk_roped"), qkv.data(), 3 * C);
-    t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0});
+    t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0}, OpCall{n});
     attention.run(pool, qkv.data(), 3 * C, att.data(), C);
     if (tap) publish(graph::layer_checkpoint('V', l, "attn"), att.data(), C);
-    t.emplace(prof, "prepare", li);
+    t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.out->prepare_desc()}});
     L.out->prepare(pool, att.data(), C, n, xr.data());
-    t.emplace(prof, "out_proj", li, L.out->work(n));
+    t.emplace(prof, "out_proj", li, L.out->work(n), OpCall{n, {L.out->op_desc()}});
     L.out->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     std::swap(z, z2);
     if (tap) publish(graph::layer_checkpoint('V', l, "attn_residual"), z.data(), C);
-    t.emplace(prof, "layer_norm", li);
+    t.emplace(prof, "layer_norm", li, OpWork{}, OpCall{n});
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln2_w, L.ln2_b, hp_.eps);
     if (tap) publish(graph::layer_checkpoint('V', l, "ln2"), a.data(), C);
-    t.emplace(prof, "prepare", li);
+    t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.up->prepare_desc()}});
     L.up->prepare(pool, a.data(), C, n, xr.data());
-    t.emplace(prof, "ffn_up", li, L.up->work(n));
+    t.emplace(prof, "ffn_up", li, L.up->work(n), OpCall{n, {L.up->op_desc()}});
     L.up->matmul(pool, xr.data(), n, h.data(), F);
-    t.emplace(prof, "gelu", li);
+    t.emplace(prof, "gelu", li, OpWork{}, OpCall{n});
     gelu_.apply(pool, h.data(), F, n, F);
     if (tap) publish(graph::layer_checkpoint('V', l, "ffn_act"), h.data(), F);
-    t.emplace(prof, "prepare", li);
+    t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.down->prepare_desc()}});
     L.down->prepare(pool, h.data(), F, n, xr.data());
-    t.emplace(prof, "ffn_down", li, L.down->work(n));
+    t.emplace(prof, "ffn_down", li, L.down->work(n), OpCall{n, {L.down->op_desc()}});
     L.down->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     t.reset();
     std::swap(z, z2);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/workers.h"
@@ -43,6 +44,9 @@ class VisionModel {
   // nullptr for none.
   ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
   std::vector<std::string> describe() const;
+  // The GGUF weight tensor each matmul was built from and its op (vision_linears.cpp): the dtype
+  // report of ckjit run --report. The patch kernel appears under both temporal tensors.
+  std::vector<std::pair<std::string, const DenseLinear*>> linears_by_tensor() const;
 
  private:
   struct Layer {
