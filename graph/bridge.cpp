@@ -16,6 +16,17 @@ std::vector<std::string> split_at_markers(const std::string& text) {
   return parts;
 }
 
+}  // namespace
+
+std::string with_media_markers(const std::string& user_text, size_t n_images) {
+  if (user_text.find(kMediaMarker) != std::string::npos) return user_text;
+  std::string out;
+  for (size_t i = 0; i < n_images; ++i) out += kMediaMarker;
+  return out + user_text;
+}
+
+namespace {
+
 int32_t special_id(const tok::Tokenizer& tok, const char* text) {
   const int32_t id = tok.find_token(text);
   if (id < 0) throw Error(std::string("the vocabulary has no ") + text + " token: not a Qwen3-VL tokenizer");

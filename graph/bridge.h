@@ -19,6 +19,11 @@ namespace ckjit::graph {
 
 inline constexpr const char* kMediaMarker = "<__media__>";
 
+// The user's text as mtmd's tools template it: without a marker, one per image is put in front of
+// it, before any chat template, so that the images sit inside the user turn (after
+// "<|im_start|>user\n", not before the whole template). Text with markers is returned unchanged.
+std::string with_media_markers(const std::string& user_text, size_t n_images);
+
 // One image's projector output: nx * ny rows of row_width floats, raster order of the merged grid.
 struct ImageRows {
   int nx = 0, ny = 0;

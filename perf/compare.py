@@ -97,6 +97,8 @@ def main():
     ap.add_argument("--no-kernels", action="store_true", help="skip the Gate-Up SwiGLU kernel run (bench_kernels)")
     ap.add_argument("--also", action="append", default=[],
                     help="another ckjit side: extra `ckjit run` flags, e.g. --also='--attention tiled' (repeatable)")
+    ap.add_argument("--report", default=None,
+                    help="after the timed rounds, one more ckjit run per case with `ckjit run --report DIR/CASE` (not timed)")
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--results", default=None)
     a = ap.parse_args()
@@ -173,6 +175,12 @@ def main():
                     sys.exit(f"compare: {c}: the prompts differ ({res[c][side][-1]['n_prompt']} vs "
                              f"{res[c]['llama.cpp'][-1]['n_prompt']} rows)")
         print(f"round {r} done, load average {open('/proc/loadavg').read().split(' ')[0]}", flush=True)
+    if a.report:
+        for c in cases:
+            d = os.path.join(a.report, c)
+            run_child([ck, "run", "-m", model, *ckargs[c], "--ignore-eos", "-t", T, "--report", d],
+                      os.path.join(work, f"{c}.report.out"), os.path.join(work, f"{c}.report.err"))
+            print(f"report: {d}/report.html", flush=True)
     roof1, _ = roofline()
     roof = {k: max(roof0[k], roof1[k]) for k in roof0}  # the best seen: other tenants only ever lower it
     loads.append(open("/proc/loadavg").read().strip())

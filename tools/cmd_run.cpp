@@ -348,6 +348,7 @@ int run_main(const std::vector<std::string>& args) {
   std::vector<int32_t> ids;
   std::optional<ckjit::graph::BridgePrompt> bridge;
   if (vision) {
+    popt.text = ckjit::graph::with_media_markers(popt.text, embeddings.size());
     bridge = ckjit::graph::build_bridge_prompt(tok, ckjit::graph::prompt_text(file, popt), ckjit::vision::image_rows(embeddings),
                                                hp.n_embd, hp.n_deepstack);
     ids = bridge->token_ids;

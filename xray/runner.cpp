@@ -67,8 +67,10 @@ RunResult Runner::run(jit::Executor ex, const std::vector<int32_t>& forced, int 
     std::vector<vision::ImageEmbedding> emb;
     emb.push_back(vision_->encode(*pool_, im.pixels, nullptr, &tap));
     out.n_patches = emb.back().n_rows() * 4;
+    graph::PromptOptions po = opt_.prompt;
+    po.text = graph::with_media_markers(po.text, emb.size());
     const graph::BridgePrompt bridge =
-        graph::build_bridge_prompt(*tok_, graph::prompt_text(*file_, opt_.prompt), vision::image_rows(emb),
+        graph::build_bridge_prompt(*tok_, graph::prompt_text(*file_, po), vision::image_rows(emb),
                                    model_->hparams().n_embd, model_->hparams().n_deepstack);
     g = graph::generate(session, *tok_, bridge, go, {});
   } else {

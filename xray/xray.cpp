@@ -94,6 +94,12 @@ XrayReport run_xray(const XrayOptions& o) {
   rep.trajectory = cr.generated;
   rep.n_rows = cr.n_rows;
   const std::vector<TapRecord> cand = cand_tap.take();
+  {
+    // Said before any reference runs, so that a refused reference does not lose the run.
+    std::string ids;
+    for (int32_t id : rep.trajectory) ids += " " + std::to_string(id);
+    std::fprintf(stderr, "xray: ckjit ran %lld rows, %zu checkpoints; trajectory:%s\n", (long long)rep.n_rows, cand.size(), ids.c_str());
+  }
 
   std::vector<TapRecord> ref;
   Tolerances tol;

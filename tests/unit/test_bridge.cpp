@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph/bridge.h"
+#include "graph/generate.h"
 #include "graph/session.h"
 #include "graph/text_model.h"
 #include "runtime/error.h"
@@ -64,6 +65,20 @@ TEST_CASE("bridge: image rows between vision_start and vision_end, positions as 
 
   CHECK_THROWS_WITH_AS(build_bridge_prompt(tk, "A<__media__>B<__media__>", {img}, E, DS), doctest::Contains("2 <__media__> markers for 1 images"), Error);
   CHECK_THROWS_WITH_AS(build_bridge_prompt(tk, "x", {img}, E, 0), doctest::Contains("mmproj and model do not match"), Error);
+}
+
+TEST_CASE("bridge: without a marker the images go in front of the user's text, so a chat template puts them inside the user turn") {
+  CHECK(with_media_markers("Read", 2) == "<__media__><__media__>Read");
+  CHECK(with_media_markers("A<__media__>B", 2) == "A<__media__>B");
+  CHECK(with_media_markers("Read", 0) == "Read");
+  tinymodel::Spec s;
+  const gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  PromptOptions po;
+  po.text = with_media_markers("Read the page.", 1);
+  po.chat = true;
+  // As peer-cli (llama.cpp's mtmd) lays out a chat prompt with one image: <|im_start|>user\n, the image, the text.
+  const std::string t = prompt_text(f, po);
+  CHECK(t.rfind("<|im_start|>user\n<__media__>Read the page.<|im_end|>", 0) != std::string::npos);
 }
 
 TEST_CASE("bridge: a mixed text + image prefix prefills as one batch; deepstack slices reach the model") {

@@ -243,7 +243,7 @@ std::vector<float> bridge_logits(const Pair& p, const Fixture& f, const std::vec
     at += int64_t(nx) * ny * width;
   }
   graph::PromptOptions po;
-  po.text = f.prompt;
+  po.text = graph::with_media_markers(f.prompt, images.size());
   po.chat = f.chat;
   const graph::BridgePrompt bp = graph::build_bridge_prompt(tk, graph::prompt_text(file, po), images,
                                                             model.hparams().n_embd, model.hparams().n_deepstack);
