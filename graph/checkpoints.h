@@ -40,7 +40,8 @@ inline const std::vector<CheckpointKind>& vision_layer_checkpoints() {
   static const std::vector<CheckpointKind> k = {
       {"ln1", "LayerNorm (ln1) of the block input"},
       {"qkv", "fused QKV matmul + bias"},
-      {"qk_roped", "2D RoPE of Q and K (the QKV rows after it)"},
+      {"q_roped", "2D RoPE of Q"},
+      {"k_roped", "2D RoPE of K"},
       {"attn", "full attention over the patches"},
       {"attn_residual", "attn_out matmul + bias + residual"},
       {"ln2", "LayerNorm (ln2)"},

@@ -206,7 +206,10 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     t.emplace(prof, "rope", li, OpWork{}, OpCall{n});
     rope.apply(pool, qkv.data(), 3 * C, hp_.n_head);      // Q
     rope.apply(pool, qkv.data() + C, 3 * C, hp_.n_head);  // K
-    if (tap) publish(graph::layer_checkpoint('V', l, "qk_roped"), qkv.data(), 3 * C);
+    if (tap) {  // Q and K after RoPE: the first two thirds of each QKV row
+      tap->publish(graph::layer_checkpoint('V', l, "q_roped"), qkv.data(), n, C, 3 * C, 0);
+      tap->publish(graph::layer_checkpoint('V', l, "k_roped"), qkv.data() + C, n, C, 3 * C, 0);
+    }
     t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0}, OpCall{n});
     attention.run(pool, qkv.data(), 3 * C, att.data(), C);
     if (tap) publish(graph::layer_checkpoint('V', l, "attn"), att.data(), C);

@@ -26,7 +26,7 @@ const TextName kText[] = {
     {"ffn_swiglu", "ffn_act", nullptr},  {"l_out", "l_out", nullptr},      {"deepstack_out", "deepstack_out", nullptr},
 };
 const std::pair<const char*, const char*> kVision[] = {
-    {"ln1", "ln1"}, {"kqv_out", "attn"}, {"ffn_inp", "attn_residual"}, {"ffn_inp_normed", "ln2"},
+    {"ln1", "ln1"}, {"Qcur_rope", "q_roped"}, {"Kcur_rope", "k_roped"}, {"kqv_out", "attn"}, {"ffn_inp", "attn_residual"}, {"ffn_inp_normed", "ln2"},
     {"ffn_gelu", "ffn_act"}, {"layer_out", "block_out"},
 };
 
@@ -84,7 +84,7 @@ std::string shape_error(const std::string& dir, const std::string& what) {
 std::string llama_dump_filter(bool vision) {
   std::string f = "^((attn_norm|Qcur|Qcur_normed|Kcur|Kcur_normed|Vcur|kqv_out|ffn_inp|ffn_norm|ffn_swiglu|l_out|deepstack_out)-[0-9]+"
                   "|result_norm|result_output)$";
-  if (vision) f += "|^((ln1|ffn_inp_normed|ffn_gelu|layer_out)-[0-9]+|patch_bias)$";
+  if (vision) f += "|^((ln1|Qcur_rope|Kcur_rope|ffn_inp_normed|ffn_gelu|layer_out)-[0-9]+|patch_bias)$";
   return f;
 }
 
@@ -175,6 +175,7 @@ std::vector<TapRecord> read_llama_dump(const std::string& dir, const DumpShape& 
     if (name.empty() || taken[name]) continue;
     if (s.v_layers == 0) throw Error(shape_error(dir, "it holds a vision graph, this run has no image"));
     if (n.layer >= s.v_layers) throw Error(shape_error(dir, "vision layer " + std::to_string(n.layer) + " of a tower of " + std::to_string(s.v_layers)));
+    if (n.base == "Qcur_rope" || n.base == "Kcur_rope") cols = s.v_embd;
     if (n.elements != cols * s.v_patches) {
       misfit[name] = name + " has " + std::to_string(n.elements) + " values, this image " + std::to_string(s.v_patches) +
                      " patches of " + std::to_string(cols);

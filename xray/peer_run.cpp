@@ -84,6 +84,20 @@ LlamaDumps record_llama_dumps(const XrayOptions& o, const std::vector<int32_t>& 
   return d;
 }
 
+void check_recorded_trajectory(const LlamaDumps& d, const std::vector<int32_t>& trajectory) {
+  for (const std::string& dir : {d.batched, d.serial}) {
+    if (dir.empty()) continue;
+    const std::filesystem::path t = std::filesystem::path(dir).lexically_normal().parent_path() / "trajectory.txt";
+    std::ifstream in(t);
+    if (!in) continue;  // recorded elsewhere: nothing to check against
+    std::vector<int32_t> ids;
+    for (int64_t id; in >> id;) ids.push_back(int32_t(id));
+    if (ids != trajectory)
+      throw Error("llama.cpp dump " + dir + " was recorded on another trajectory (" + t.string() +
+                  "): this run's tokens differ, so its rows would not line up; record it again (drop --llama-dump)");
+  }
+}
+
 void remove_llama_dumps(const LlamaDumps& d) {
   std::error_code ec;
   if (!d.root.empty()) std::filesystem::remove_all(d.root, ec);

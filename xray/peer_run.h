@@ -19,5 +19,8 @@ struct LlamaDumps {
 std::string find_peer_cli(const std::string& given);
 LlamaDumps record_llama_dumps(const XrayOptions& o, const std::vector<int32_t>& trajectory, bool image);
 void remove_llama_dumps(const LlamaDumps& d);
+// Dumps recorded by xray (--dump-dir) keep the trajectory they were forced on next to them
+// (trajectory.txt); Error when it is not this run's (the rows would not line up).
+void check_recorded_trajectory(const LlamaDumps& d, const std::vector<int32_t>& trajectory);
 
 }  // namespace ckjit::xray

@@ -70,7 +70,7 @@ void check_checkpoint_filter(const std::string& regex, const std::vector<std::st
   throw Error("--checkpoints '" + regex + "' matches no checkpoint of this model; names are " + valid.front() + " ... " +
               valid.back() + " (L<layer>.attn_norm|q|k|v|q_normed|k_normed|q_roped|k_roped|attn_out|attn_residual|ffn_norm|"
               "ffn_act|l_out|deepstack_out, final_norm, logits; with an image V.patch_embd, V.pos_embd, "
-              "V<layer>.ln1|qkv|qk_roped|attn|attn_residual|ln2|ffn_act|block_out, V.deepstack<k>, V.merger)");
+              "V<layer>.ln1|qkv|q_roped|k_roped|attn|attn_residual|ln2|ffn_act|block_out, V.deepstack<k>, V.merger)");
 }
 
 XrayReport run_xray(const XrayOptions& o) {
@@ -118,6 +118,7 @@ XrayReport run_xray(const XrayOptions& o) {
     LlamaDumps d;
     if (!o.llama_dump.empty()) {
       d = {o.llama_dump, o.llama_dump_serial, o.llama_embd, o.llama_embd_serial, ""};
+      check_recorded_trajectory(d, rep.trajectory);
       if (d.serial.empty())
         rep.notes.push_back("no one-token-per-batch dump given (--llama-dump-serial): no envelope, so nothing can be judged");
     } else {
