@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "runtime/error.h"
 #include "tools/command.h"
@@ -39,6 +40,7 @@ int xray_main(const std::vector<std::string>& args) {
       ("llama-embd-serial", po::value<std::string>(), "peer-cli --dump-embd file of the serial run (image)")
       ("dump-dir", po::value<std::string>(), "where peer-cli writes its dumps (kept); default: a temporary folder, removed")
       ("checkpoints", po::value<std::string>()->default_value(".*"), "regex: the checkpoints compared (e.g. 'L[0-3]\\..*|logits')")
+      ("rows", po::value<std::string>(), "A:B: compare only rows A..B-1 (sequence positions; patches in the vision tower)")
       ("replay", po::value<std::string>(), "replay this checkpoint's op on the reference's inputs (default: the first failing one)")
       ("llama-order", "run ckjit with --llama-order")
       ("attention", po::value<std::string>()->default_value("llama"), "ckjit's attention order: llama | tiled")
@@ -86,6 +88,17 @@ int xray_main(const std::vector<std::string>& args) {
   o.reference = vm["reference"].as<std::string>();
   o.checkpoints = vm["checkpoints"].as<std::string>();
   if (vm.count("replay")) o.replay = vm["replay"].as<std::string>();
+  if (vm.count("rows")) {
+    const std::string r = vm["rows"].as<std::string>();
+    const size_t colon = r.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      o.row_begin = colon == 0 ? 0 : std::stoll(r.substr(0, colon));
+      if (colon + 1 < r.size()) o.row_end = std::stoll(r.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw ckjit::Error("--rows '" + r + "': expected A:B (first row, one past the last; either may be left out)");
+    }
+  }
   auto opt = [&](const char* k, std::string& dst) { if (vm.count(k)) dst = vm[k].as<std::string>(); };
   opt("peer", o.peer_cli), opt("llama-dump", o.llama_dump), opt("llama-dump-serial", o.llama_dump_serial);
   opt("llama-embd", o.llama_embd), opt("llama-embd-serial", o.llama_embd_serial), opt("dump-dir", o.work_dir);

@@ -89,7 +89,7 @@ XrayReport run_xray(const XrayOptions& o) {
   rep.machine = topo::detect_machine().name();
   rep.model = o.run.model;
   // The candidate: ckjit as it runs, greedy; its tokens are the trajectory every other run is forced on.
-  Tap cand_tap(TapFilter{o.checkpoints});
+  Tap cand_tap(TapFilter{o.checkpoints, o.row_begin, o.row_end});
   const RunResult cr = runner.run(jit::Executor::generated, {}, o.n_predict, cand_tap);
   rep.trajectory = cr.generated;
   rep.n_rows = cr.n_rows;
@@ -105,7 +105,7 @@ XrayReport run_xray(const XrayOptions& o) {
   Tolerances tol;
   if (o.reference == "scalar") {
     rep.reference = "ckjit scalar twins (jit/reference.h; same process, same trajectory)";
-    Tap ref_tap(TapFilter{o.checkpoints});
+    Tap ref_tap(TapFilter{o.checkpoints, o.row_begin, o.row_end});
     runner.run(jit::Executor::scalar_twins, rep.trajectory, o.n_predict, ref_tap);
     ref = ref_tap.take();
     tol.exact = true;
@@ -157,7 +157,7 @@ XrayReport run_xray(const XrayOptions& o) {
     rr.checkpoint = *target;
     rr.op = graph::checkpoint_op(*target);
     rr.weight = runner.weight_of(*target);
-    Tap rep_tap(TapFilter{"^" + escape_regex(*target) + "$"});
+    Tap rep_tap(TapFilter{"^" + escape_regex(*target) + "$", o.row_begin, o.row_end});
     bool before = true;
     for (const TapRecord& c : cand) {
       if (c.name == *target) before = false;

@@ -27,6 +27,7 @@ struct XrayOptions {
   int n_predict = 8;                 // greedy steps of the trajectory
   std::string reference = "scalar";  // scalar | llama
   std::string checkpoints = ".*";    // regex: which checkpoints to compare
+  int64_t row_begin = 0, row_end = INT64_MAX;  // which rows (sequence positions; patches in the tower)
   std::optional<std::string> replay; // replay this checkpoint instead of the first failing one
   // llama: either peer-cli (run here, twice) or dumps recorded beforehand.
   std::string peer_cli;

@@ -287,6 +287,15 @@ TEST_CASE("ckjit xray CLI: a verdict line, --json for machines, clear errors for
   r = run_ckjit(base + " --checkpoints 'Q[0-9]'");
   CHECK(r.status != 0);
   CHECK(r.output.find("matches no checkpoint") != std::string::npos);
+  r = run_ckjit(base + " --rows 0:2 --json");  // the prompt is 2 tokens + 1 forced step: 3 rows
+  CHECK(r.status == 0);
+  CHECK(r.output.find("\"rows\":2,") != std::string::npos);  // each checkpoint compared on rows 0 and 1 only
+  r = run_ckjit(base + " --rows 4");
+  CHECK(r.status != 0);
+  CHECK(r.output.find("expected A:B") != std::string::npos);
+  r = run_ckjit(base + " --rows 3:3");
+  CHECK(r.status != 0);
+  CHECK(r.output.find("selects no rows") != std::string::npos);
   r = run_ckjit(base + " --reference llama", "CKJIT_PEER_CLI=");
   CHECK(r.status != 0);
   CHECK(r.output.find("peer-cli") != std::string::npos);
