@@ -101,9 +101,16 @@ std::vector<TapRecord> read_llama_dump(const std::string& dir, const DumpShape& 
     split_name(r.at("name").as_string(), n.base, n.layer);
     const auto& ne = r.at("ne").as_array();
     n.elements = 1;
-    for (const auto& d : ne) n.elements *= d.as_int();
+    for (const auto& d : ne) {
+      const int64_t v = d.as_int();
+      // A hostile index must not size an allocation: every extent positive, the record < 16 GiB.
+      if (v < 0 || v > (int64_t(1) << 34) || (v > 0 && n.elements > (int64_t(1) << 32) / v))
+        throw Error("llama.cpp dump " + dir + ": a record's shape is out of range");
+      n.elements *= v;
+    }
     n.offset = r.at("offset").as_int();
-    if (r.at("bytes").as_int() != n.elements * 4) throw Error("llama.cpp dump " + dir + ": a record's bytes do not match its shape");
+    if (n.offset < 0 || r.at("bytes").as_int() != n.elements * 4)
+      throw Error("llama.cpp dump " + dir + ": a record's offset or bytes do not match its shape");
     nodes.push_back(std::move(n));
   }
   auto text_cols = [&](const std::string& suffix) -> int64_t {

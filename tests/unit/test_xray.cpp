@@ -265,6 +265,13 @@ TEST_CASE("xray: a llama.cpp dump of another model, prompt or image is refused w
   CHECK(recs[1].name == "L1.l_out");
   CHECK(recs[1].rows == std::vector<int64_t>{4});  // the ubatch's output row
   CHECK_THROWS_WITH_AS(xray::read_llama_dump((files().dir / "no-such").string(), s), doctest::Contains("no index.json"), Error);
+  // Hostile indexes: a negative extent, an offset past the data, not JSON.
+  write_index(dir, R"({"seq":0,"graph":"text","name":"attn_norm-0","type":"f32","ne":[8,-5,1,1],"offset":0,"bytes":-160})", 8);
+  CHECK_THROWS_WITH_AS(xray::read_llama_dump(dir.string(), s), doctest::Contains("out of range"), Error);
+  write_index(dir, R"({"seq":0,"graph":"text","name":"attn_norm-0","type":"f32","ne":[8,5,1,1],"offset":4000,"bytes":160})", 8);
+  CHECK_THROWS_WITH_AS(xray::read_llama_dump(dir.string(), s), doctest::Contains("shorter than its index.json"), Error);
+  std::ofstream(dir / "index.json") << "[{\"seq\":";
+  CHECK_THROWS_AS(xray::read_llama_dump(dir.string(), s), Error);
   // Projector rows of another image size.
   s.v_layers = 1, s.v_patches = 16, s.proj_dim = 8, s.n_deepstack = 1;
   std::ofstream(files().dir / "embd.f32", std::ios::binary) << std::string(100, '\0');
