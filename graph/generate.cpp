@@ -59,7 +59,10 @@ void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const 
     const int32_t id = o.forced.empty() ? sampler.sample(logits) : o.forced[size_t(i)];
     const bool eog = tok.is_eog(id);
     r.generated.push_back(id);
-    if ((!eog || !o.forced.empty()) && cb.on_text) cb.on_text(out.push(tok.token_to_piece(id, /*special=*/true)));
+    std::string text;
+    if ((!eog || !o.forced.empty()) && (cb.on_text || cb.on_token)) text = out.push(tok.token_to_piece(id, /*special=*/true));
+    if ((!eog || !o.forced.empty()) && cb.on_text) cb.on_text(text);
+    if (cb.on_token && !cb.on_token(id, text)) break;
     if (o.forced.empty() && eog && !o.ignore_eos) break;
     if (i == n_steps - 1) break;
     if (s.n_past() >= s.n_ctx()) {

@@ -49,6 +49,8 @@ struct GenerateResult {
 struct GenerateCallbacks {
   std::function<void(const std::string&)> on_text;             // decoded text, whole characters
   std::function<void(const float* logits, int64_t n_vocab)> on_logits;  // the logits each token was chosen from
+  // Each generated token and the whole UTF-8 characters it completes; false: stop after it.
+  std::function<bool(int32_t id, const std::string& text)> on_token;
 };
 
 // Runs the prompt on an empty or continuing session. Errors: empty prompt, prompt longer than the

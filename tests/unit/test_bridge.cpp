@@ -67,7 +67,7 @@ TEST_CASE("bridge: image rows between vision_start and vision_end, positions as 
   CHECK_THROWS_WITH_AS(build_bridge_prompt(tk, "x", {img}, E, 0), doctest::Contains("mmproj and model do not match"), Error);
 }
 
-TEST_CASE("bridge: without a marker the images go in front of the user's text, so a chat template puts them inside the user turn") {
+TEST_CASE("bridge: without a marker the images go in front of the user text so that a chat template puts them inside the user turn") {
   CHECK(with_media_markers("Read", 2) == "<__media__><__media__>Read");
   CHECK(with_media_markers("A<__media__>B", 2) == "A<__media__>B");
   CHECK(with_media_markers("Read", 0) == "Read");

@@ -74,7 +74,7 @@ void write_index(const fs::path& dir, const std::string& records, size_t floats)
 
 TEST_SUITE("xray") {
 
-TEST_CASE("tap: names, rows and widths as published; the filter keeps names and rows; an override replaces rows in place") {
+TEST_CASE("tap: names - rows and widths as published - the filter keeps names and rows - an override replaces rows in place") {
   Tap tap(TapFilter{"L0\\..*", 1, 3});
   std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};  // 4 rows of 2
   tap.publish("L0.q", a.data(), 4, 2, 2, 0);
@@ -131,7 +131,7 @@ TEST_CASE("tap: a tapped run gives the same logits bit for bit (its split row pa
   CHECK(std::memcmp(tap.find("logits")->data.data(), b.data(), b.size() * 4) == 0);
 }
 
-TEST_CASE("compare: exact tolerance, llama.cpp's envelope oriented like the candidate, and no envelope means not compared") {
+TEST_CASE("compare: exact tolerance - llama.cpp's envelope oriented like the candidate and no envelope means not compared") {
   const TapRecord ref{"L0.q", 2, {0, 1}, {1, 0, 0, 2}};
   const TapRecord near{"L0.q", 2, {0, 1}, {1.001f, 0, 0, 2}};
   const TapRecord far{"L0.q", 2, {0, 1}, {1.1f, 0, 0, 2}};
@@ -167,7 +167,7 @@ TEST_CASE("compare: exact tolerance, llama.cpp's envelope oriented like the cand
   CHECK(k.top1_candidate == 0);
 }
 
-TEST_CASE("checkpoints: every name has its op; unknown names have none") {
+TEST_CASE("checkpoints: every name has its op - unknown names have none") {
   const auto names = graph::checkpoint_names(2, 1, 1);
   CHECK(names.front() == "V.patch_embd");
   CHECK(names.back() == "logits");
@@ -178,7 +178,7 @@ TEST_CASE("checkpoints: every name has its op; unknown names have none") {
                        doctest::Contains("matches no checkpoint"), Error);
 }
 
-TEST_CASE("xray vs the scalar twins: a clean run shows no divergence, bit for bit at every checkpoint") {
+TEST_CASE("xray vs the scalar twins: a clean run shows no divergence - bit for bit at every checkpoint") {
   const xray::XrayReport r = xray::run_xray(text_options());
   CHECK_FALSE(r.diverged());
   CHECK_FALSE(r.replay.ran);
@@ -191,7 +191,7 @@ TEST_CASE("xray vs the scalar twins: a clean run shows no divergence, bit for bi
   }
 }
 
-TEST_CASE("xray vs the scalar twins: an injected kernel fault is named with its op, and its replay fails") {
+TEST_CASE("xray vs the scalar twins: an injected kernel fault is named with its op and its replay fails") {
   FaultScope fault("blk.1.attn_k.weight");
   const xray::XrayReport r = xray::run_xray(text_options());
   REQUIRE(r.first_failing);
@@ -206,7 +206,7 @@ TEST_CASE("xray vs the scalar twins: an injected kernel fault is named with its 
   CHECK(r.replay.overrides > 0);
 }
 
-TEST_CASE("xray replay further down: on the reference's inputs the op agrees, so the drift came from upstream") {
+TEST_CASE("xray replay further down: on the reference's inputs the op agrees - so the drift came from upstream") {
   FaultScope fault("blk.0.ffn_down.weight");
   xray::XrayOptions o = text_options();
   o.replay = "L2.ffn_act";
@@ -235,7 +235,7 @@ TEST_CASE("xray with an image: the vision tower's checkpoints and the bridge row
   CHECK(block);
 }
 
-TEST_CASE("xray: a llama.cpp dump of another model, prompt or image is refused with a clear message") {
+TEST_CASE("xray: a llama.cpp dump of another model - prompt or image is refused with a clear message") {
   xray::DumpShape s;
   s.n_layer = 2, s.n_embd = 8, s.q_width = 8, s.kv_width = 4, s.n_ff = 16, s.n_vocab = 32, s.n_rows = 3;
   const fs::path dir = files().dir / "fake-dump";
@@ -278,7 +278,7 @@ TEST_CASE("xray: a llama.cpp dump of another model, prompt or image is refused w
   CHECK_THROWS_WITH_AS(xray::read_llama_embd((files().dir / "embd.f32").string(), s), doctest::Contains("another model or image"), Error);
 }
 
-TEST_CASE("ckjit xray CLI: a verdict line, --json for machines, clear errors for unknown checkpoints and missing peers") {
+TEST_CASE("ckjit xray CLI: a verdict line - --json for machines - clear errors for unknown checkpoints and missing peers") {
   const Files& f = files();
   const std::string base = "xray -m " + q(f.model) + " -p 'Hello there' -n 2 -t 2 -c 64";
   CliResult r = run_ckjit(base);

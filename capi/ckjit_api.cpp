@@ -1,0 +1,478 @@
+// The C API (include/ckjit.h) over the model / session layer. Every entry point catches every
+// exception: a ckjit::Error becomes the status its context implies and the message is kept for
+// ckjit_last_error() and the handle's own last error.
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <new>
+
+#include "capi/handles.h"
+#include "graph/bridge.h"
+#include "graph/generate.h"
+#include "jit/isa_select.h"
+#include "jit/planner/profile.h"
+#include "runtime/error.h"
+#include "runtime/tokenizer/gguf_vocab.h"
+#include "vision/image_input.h"
+
+using namespace ckjit;
+using capi::Kind;
+
+namespace {
+
+thread_local std::string t_last_error;
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// A failure of one call: its status and message, kept on the thread and on the handle.
+struct Failure {
+  ckjit_status status;
+  std::string message;
+};
+
+ckjit_status fail(capi::ErrorSlot* slot, ckjit_status st, const std::string& msg) {
+  t_last_error = msg;
+  if (slot) slot->set(msg);
+  return st;
+}
+
+// Runs body; exceptions become statuses (`as` for ckjit::Error: the call's own category).
+template <class F>
+ckjit_status guarded(capi::ErrorSlot* slot, ckjit_status as, F&& body) {
+  try {
+    t_last_error.clear();
+    return body();
+  } catch (const Failure& f) {
+    return fail(slot, f.status, f.message);
+  } catch (const Error& e) {
+    return fail(slot, as, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(slot, CKJIT_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(slot, CKJIT_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(slot, CKJIT_ERR_INTERNAL, "internal error");
+  }
+}
+
+[[noreturn]] void raise(ckjit_status st, const std::string& msg) { throw Failure{st, msg}; }
+
+void need(const void* p, const char* what) {
+  if (!p) raise(CKJIT_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+}
+
+ckjit_model* model_of(const ckjit_model* m) {
+  if (!m) raise(CKJIT_ERR_INVALID_ARGUMENT, "the model handle is NULL");
+  if (!capi::live_handle(m, Kind::model)) raise(CKJIT_ERR_BAD_HANDLE, "not a live model handle (freed, or not from ckjit_model_load)");
+  return const_cast<ckjit_model*>(m);
+}
+
+ckjit_session* session_of(const ckjit_session* s) {
+  if (!s) raise(CKJIT_ERR_INVALID_ARGUMENT, "the session handle is NULL");
+  if (!capi::live_handle(s, Kind::session))
+    raise(CKJIT_ERR_BAD_HANDLE, "not a live session handle (freed, or not from ckjit_session_new)");
+  return const_cast<ckjit_session*>(s);
+}
+
+// The caller's struct, read only as far as its struct_size says (older callers, smaller structs).
+template <class T>
+T read_params(const T* given, void (*defaults)(T*)) {
+  T p;
+  defaults(&p);
+  if (given) {
+    if (given->struct_size < sizeof(uint32_t) || given->struct_size > sizeof(T))
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "struct_size is " + std::to_string(given->struct_size) + ", not that of this library's struct (" +
+                                            std::to_string(sizeof(T)) + "); fill it with the *_default() function first");
+    std::memcpy(&p, given, given->struct_size);
+  }
+  return p;
+}
+
+void check_readable(const char* path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) raise(CKJIT_ERR_IO, std::string("cannot open ") + what + " '" + path + "'");
+}
+
+const topo::Machine& machine() {
+  static const topo::Machine m = topo::detect_machine();
+  return m;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ckjit_version(void) { return "0.1.0"; }
+
+const char* ckjit_status_name(ckjit_status s) {
+  switch (s) {
+    case CKJIT_OK: return "ok";
+    case CKJIT_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case CKJIT_ERR_BAD_HANDLE: return "bad handle";
+    case CKJIT_ERR_IO: return "i/o error";
+    case CKJIT_ERR_BAD_MODEL: return "bad model";
+    case CKJIT_ERR_BAD_IMAGE: return "bad image";
+    case CKJIT_ERR_NO_VISION: return "no vision tower";
+    case CKJIT_ERR_CONTEXT_FULL: return "context full";
+    case CKJIT_ERR_CANCELLED: return "cancelled";
+    case CKJIT_ERR_BUFFER_TOO_SMALL: return "buffer too small";
+    case CKJIT_ERR_UNSUPPORTED: return "unsupported";
+    case CKJIT_ERR_OUT_OF_MEMORY: return "out of memory";
+    case CKJIT_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* ckjit_last_error(void) { return t_last_error.c_str(); }
+
+const char* ckjit_machine_name(void) {
+  static std::string name;
+  const ckjit_status st = guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
+    static const std::string n = machine().name();
+    name = n;
+    return CKJIT_OK;
+  });
+  return st == CKJIT_OK ? name.c_str() : nullptr;
+}
+
+const char* ckjit_machine_json(void) {
+  static std::string json;
+  const ckjit_status st = guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
+    static const std::string j = machine().to_json();
+    json = j;
+    return CKJIT_OK;
+  });
+  return st == CKJIT_OK ? json.c_str() : nullptr;
+}
+
+void ckjit_model_params_default(ckjit_model_params* p) {
+  if (!p) return;
+  *p = ckjit_model_params{};
+  p->struct_size = sizeof(ckjit_model_params);
+  p->use_profile = 1;
+}
+
+ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, const ckjit_model_params* given, ckjit_model** out) {
+  if (out) *out = nullptr;
+  return guarded(nullptr, CKJIT_ERR_BAD_MODEL, [&] {
+    need(out, "out");
+    need(model_path, "model_path");
+    const ckjit_model_params p = read_params(given, ckjit_model_params_default);
+    if (p.n_threads < 0 || p.n_ctx < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads and n_ctx must not be negative");
+    auto progress = [&](float f) {
+      if (p.progress && p.progress(f, p.progress_user_data)) raise(CKJIT_ERR_CANCELLED, "the load was cancelled by its progress callback");
+    };
+    const auto t0 = Clock::now();
+    progress(0.0f);
+    check_readable(model_path, "model");
+    if (mmproj_path) check_readable(mmproj_path, "mmproj");
+    auto core = std::make_shared<capi::ModelCore>();
+    core->machine = machine();
+    core->threads = p.n_threads > 0 ? p.n_threads : std::max(1, core->machine.usable_cpus);
+    core->n_ctx = p.n_ctx > 0 ? p.n_ctx : 4096;
+    topo::Isa isa = jit::runtime_isa();
+    if (p.max_isa) {
+      try {
+        isa = topo::cap_isa(isa, p.max_isa);
+      } catch (const Error& e) {
+        raise(CKJIT_ERR_INVALID_ARGUMENT, e.what());
+      }
+    }
+    core->file.emplace(gguf::GgufFile::open(model_path));
+    graph::read_hparams(*core->file);
+    std::optional<vision::VisionHparams> vhp;
+    if (mmproj_path) {
+      core->mmproj.emplace(gguf::GgufFile::open(mmproj_path));
+      vhp = vision::read_vision_hparams(*core->mmproj);
+    }
+    progress(0.1f);
+    auto pool = graph::Workers::for_budget(core->machine, core->threads);
+    ProfileLoad profile;
+    if (p.use_profile) profile = load_profile_for(core->machine);
+    core->planner = std::make_unique<graph::LinearPlanner>(core->machine, pool->size(), profile.profile, profile.path);
+    graph::ModelOptions mopt;
+    mopt.linear.isa = isa;
+    mopt.linear.repack_threads = pool->size();
+    mopt.linear.plan_rows = 512;
+    mopt.linear.planner = core->planner.get();
+    core->text = std::make_unique<graph::TextModel>(*core->file, mopt, *pool);
+    progress(0.7f);
+    if (vhp) {
+      vision::check_pair(*vhp, mmproj_path, core->text->hparams(), model_path);
+      core->vision = std::make_unique<vision::VisionModel>(*core->mmproj, isa, *pool);
+    }
+    progress(0.9f);
+    core->tok = std::make_unique<tok::Tokenizer>(tok::vocab_from_gguf(*core->file));
+    if (core->tok->n_tokens() > core->text->hparams().n_vocab)
+      raise(CKJIT_ERR_BAD_MODEL, std::string(model_path) + ": the tokenizer has more tokens than token_embd has rows");
+    core->load_ms = ms_since(t0);
+    progress(1.0f);
+    auto* m = new ckjit_model;
+    m->core = std::move(core);
+    capi::register_handle(m, Kind::model);
+    *out = m;
+    return CKJIT_OK;
+  });
+}
+
+void ckjit_model_free(ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return;
+  capi::unregister_handle(m);
+  delete m;
+}
+
+const char* ckjit_model_last_error(const ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return "not a live model handle";
+  return m->error.get();
+}
+
+int32_t ckjit_model_n_vocab(const ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return 0;
+  return int32_t(m->core->text->hparams().n_vocab);
+}
+
+int32_t ckjit_model_has_vision(const ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return 0;
+  return m->core->vision ? 1 : 0;
+}
+
+double ckjit_model_load_ms(const ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return 0;
+  return m->core->load_ms;
+}
+
+ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text, int32_t parse_special, int32_t* tokens, size_t capacity,
+                            size_t* n_tokens) {
+  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &const_cast<ckjit_model*>(model)->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_model* m = model_of(model);
+    need(text, "text");
+    need(n_tokens, "n_tokens");
+    if (capacity > 0) need(tokens, "tokens");
+    const std::vector<int32_t> ids = m->core->tok->encode(text, /*add_special=*/true, parse_special != 0);
+    *n_tokens = ids.size();
+    if (ids.size() > capacity)
+      raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the text has " + std::to_string(ids.size()) + " tokens, capacity " + std::to_string(capacity));
+    std::copy(ids.begin(), ids.end(), tokens);
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, size_t n, int32_t special, char* buf, size_t size,
+                              size_t* needed) {
+  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &const_cast<ckjit_model*>(model)->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_model* m = model_of(model);
+    if (n > 0) need(tokens, "tokens");
+    need(needed, "needed");
+    if (size > 0) need(buf, "buf");
+    const int32_t V = m->core->tok->n_tokens();
+    for (size_t i = 0; i < n; ++i)
+      if (tokens[i] < 0 || tokens[i] >= V)
+        raise(CKJIT_ERR_INVALID_ARGUMENT, "token " + std::to_string(tokens[i]) + " is outside the vocabulary (" + std::to_string(V) + ")");
+    const std::string text = m->core->tok->decode(std::span<const int32_t>(tokens, n), special != 0);
+    *needed = text.size() + 1;
+    if (size < text.size() + 1) raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the text needs " + std::to_string(text.size() + 1) + " bytes");
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    return CKJIT_OK;
+  });
+}
+
+void ckjit_session_params_default(ckjit_session_params* p) {
+  if (!p) return;
+  *p = ckjit_session_params{};
+  p->struct_size = sizeof(ckjit_session_params);
+}
+
+ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* given, ckjit_session** out) {
+  if (out) *out = nullptr;
+  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &model->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    need(out, "out");
+    ckjit_model* m = model_of(model);
+    ckjit_session_params p = read_params(given, ckjit_session_params_default);
+    if (p.n_ctx < 0 || p.n_batch < 0 || p.image_min_tokens < 0 || p.image_max_tokens < 0)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "session parameters must not be negative");
+    if (p.n_ctx == 0) p.n_ctx = int32_t(m->core->n_ctx);
+    if (p.n_batch == 0) p.n_batch = 512;
+    if (p.image_min_tokens == 0) p.image_min_tokens = 8;
+    if (p.image_max_tokens == 0) p.image_max_tokens = 4096;
+    if (p.image_max_tokens < p.image_min_tokens) raise(CKJIT_ERR_INVALID_ARGUMENT, "image_max_tokens is below image_min_tokens");
+    auto s = std::make_unique<ckjit_session>();
+    s->core = m->core;
+    s->params = p;
+    s->pool = graph::Workers::for_budget(m->core->machine, m->core->threads);
+    graph::SessionOptions so;
+    so.n_ctx = p.n_ctx;
+    so.n_ubatch = std::min(p.n_batch, p.n_ctx);
+    s->session = std::make_unique<graph::Session>(*m->core->text, so, *s->pool);
+    s->timings.load_ms = m->core->load_ms;
+    capi::register_handle(s.get(), Kind::session);
+    *out = s.release();
+    return CKJIT_OK;
+  });
+}
+
+void ckjit_session_free(ckjit_session* s) {
+  if (!s || !capi::live_handle(s, Kind::session)) return;
+  capi::unregister_handle(s);
+  delete s;
+}
+
+const char* ckjit_session_last_error(const ckjit_session* s) {
+  if (!s || !capi::live_handle(s, Kind::session)) return "not a live session handle";
+  return s->error.get();
+}
+
+ckjit_status ckjit_session_reset(ckjit_session* session) {
+  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INTERNAL, [&] {
+    ckjit_session* s = session_of(session);
+    s->session->reset();
+    s->clear_prompt();
+    s->logits.clear();
+    const double load = s->timings.load_ms;
+    s->timings = ckjit_timings{};
+    s->timings.load_ms = load;
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text) {
+  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    need(text, "text");
+    s->parts.emplace_back(text);
+    s->part_is_image.push_back(false);
+    return CKJIT_OK;
+  });
+}
+
+namespace {
+// Decodes, preprocesses and encodes one image into the pending prompt.
+ckjit_status add_image(ckjit_session* session, const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
+  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
+    ckjit_session* s = session_of(session);
+    if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
+    const auto t0 = Clock::now();
+    vision::PreparedImage im = prepare(s->core->vision->preprocess_params(s->params.image_min_tokens, s->params.image_max_tokens));
+    s->images.push_back(s->core->vision->encode(*s->pool, im.pixels));
+    s->timings.encode_ms += ms_since(t0);
+    s->parts.emplace_back();
+    s->part_is_image.push_back(true);
+    return CKJIT_OK;
+  });
+}
+}  // namespace
+
+ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* path) {
+  if (!path) return add_image(session, [](const image::PreprocessParams&) -> vision::PreparedImage { raise(CKJIT_ERR_INVALID_ARGUMENT, "path is NULL"); });
+  return add_image(session, [&](const image::PreprocessParams& pp) {
+    check_readable(path, "image");
+    return vision::prepare_image(path, pp);
+  });
+}
+
+ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size) {
+  return add_image(session, [&](const image::PreprocessParams& pp) {
+    need(data, "data");
+    if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
+    return vision::prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", pp);
+  });
+}
+
+void ckjit_generate_params_default(ckjit_generate_params* p) {
+  if (!p) return;
+  *p = ckjit_generate_params{};
+  p->struct_size = sizeof(ckjit_generate_params);
+  p->n_predict = 256;
+  p->top_k = 40;
+  p->top_p = 0.95f;
+  p->min_p = 0.05f;
+  p->repeat_penalty = 1.0f;
+  p->repeat_last_n = 64;
+}
+
+ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params* given, int32_t* tokens, size_t capacity,
+                            size_t* n_generated) {
+  if (n_generated) *n_generated = 0;
+  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    const ckjit_generate_params p = read_params(given, ckjit_generate_params_default);
+    if (capacity > 0) need(tokens, "tokens");
+    if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
+    if (s->parts.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
+    const capi::ModelCore& core = *s->core;
+    // Images go where they were added, unless the text places them with its own markers.
+    bool own_markers = false;
+    for (size_t i = 0; i < s->parts.size(); ++i)
+      own_markers = own_markers || (!s->part_is_image[i] && s->parts[i].find(graph::kMediaMarker) != std::string::npos);
+    graph::PromptOptions po;
+    for (size_t i = 0; i < s->parts.size(); ++i)
+      po.text += s->part_is_image[i] ? (own_markers ? "" : graph::kMediaMarker) : s->parts[i];
+    po.chat = p.chat != 0;
+    graph::GenerateOptions go;
+    go.n_predict = p.n_predict;
+    go.ignore_eos = p.ignore_eos != 0;
+    go.sampler.temp = p.temp, go.sampler.seed = p.seed, go.sampler.top_k = p.top_k, go.sampler.top_p = p.top_p;
+    go.sampler.min_p = p.min_p, go.sampler.repeat_penalty = p.repeat_penalty, go.sampler.repeat_last_n = p.repeat_last_n;
+    graph::GenerateCallbacks cb;
+    cb.on_logits = [&](const float* l, int64_t n) { s->logits.assign(l, l + n); };
+    if (p.on_token) cb.on_token = [&](int32_t id, const std::string& text) { return p.on_token(id, text.c_str(), p.user_data) == 0; };
+    const int64_t room = s->session->n_ctx() - s->session->n_past();
+    graph::GenerateResult r;
+    try {
+      if (!s->images.empty()) {
+        const graph::BridgePrompt bridge =
+            graph::build_bridge_prompt(*core.tok, graph::prompt_text(*core.file, po), vision::image_rows(s->images),
+                                       core.text->hparams().n_embd, core.text->hparams().n_deepstack, s->session->next_position());
+        if (bridge.batch.size() >= room)
+          raise(CKJIT_ERR_CONTEXT_FULL, "the prompt is " + std::to_string(bridge.batch.size()) + " rows; the context has room for " +
+                                            std::to_string(room - 1));
+        r = graph::generate(*s->session, *core.tok, bridge, go, cb);
+      } else {
+        const std::vector<int32_t> ids = graph::prompt_tokens(*core.tok, *core.file, po);
+        if (int64_t(ids.size()) >= room)
+          raise(CKJIT_ERR_CONTEXT_FULL, "the prompt is " + std::to_string(ids.size()) + " tokens; the context has room for " +
+                                            std::to_string(room - 1));
+        r = graph::generate(*s->session, *core.tok, ids, go, cb);
+      }
+    } catch (...) {
+      s->clear_prompt();  // the pending prompt is spent either way
+      throw;
+    }
+    s->clear_prompt();
+    ckjit_timings& t = s->timings;
+    t.prefill_ms += r.prefill_ms, t.image_prefill_ms += r.image_prefill_ms, t.decode_ms += r.decode_ms;
+    t.n_prompt += r.n_prompt, t.n_image_rows += r.n_image_rows, t.n_decoded += r.n_decoded;
+    if (n_generated) *n_generated = r.generated.size();
+    std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
+    if (r.generated.size() > capacity && tokens)
+      raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
+                                            " (the session holds all of them)");
+    return CKJIT_OK;
+  });
+}
+
+const float* ckjit_session_logits(const ckjit_session* s, int32_t* n_vocab) {
+  if (n_vocab) *n_vocab = 0;
+  if (!s || !capi::live_handle(s, Kind::session) || s->logits.empty()) return nullptr;
+  if (n_vocab) *n_vocab = int32_t(s->logits.size());
+  return s->logits.data();
+}
+
+ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* out) {
+  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &const_cast<ckjit_session*>(session)->error : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    const ckjit_session* s = session_of(session);
+    need(out, "out");
+    *out = s->timings;
+    return CKJIT_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,79 @@
+#pragma once
+// What the C API's handles hold, and the registry that tells a live handle from a freed or foreign
+// pointer without dereferencing it (a lookup by address under a mutex).
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/linear_plan.h"
+#include "graph/session.h"
+#include "graph/text_model.h"
+#include "graph/workers.h"
+#include "runtime/gguf/gguf_reader.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "topology/machine.h"
+#include "vision/vision_model.h"
+
+#include "include/ckjit.h"
+
+namespace ckjit::capi {
+
+// The loaded pair, shared by the model handle and its sessions (a session keeps it alive).
+struct ModelCore {
+  topo::Machine machine;
+  int threads = 1;
+  int64_t n_ctx = 4096;
+  std::optional<gguf::GgufFile> file, mmproj;
+  std::unique_ptr<graph::LinearPlanner> planner;
+  std::unique_ptr<graph::TextModel> text;
+  std::unique_ptr<vision::VisionModel> vision;
+  std::unique_ptr<tok::Tokenizer> tok;
+  double load_ms = 0;
+};
+
+// A handle's last error, readable from any thread.
+class ErrorSlot {
+ public:
+  void set(const std::string& m) { std::lock_guard<std::mutex> l(mu_); msg_ = m; }
+  const char* get() const;  // valid until the next set on this handle
+ private:
+  mutable std::mutex mu_;
+  std::string msg_;
+  mutable std::string copy_;
+};
+
+}  // namespace ckjit::capi
+
+struct ckjit_model {
+  std::shared_ptr<ckjit::capi::ModelCore> core;
+  ckjit::capi::ErrorSlot error;
+};
+
+struct ckjit_session {
+  std::shared_ptr<ckjit::capi::ModelCore> core;
+  std::unique_ptr<ckjit::graph::Workers> pool;
+  std::unique_ptr<ckjit::graph::Session> session;
+  ckjit_session_params params{};
+  // The pending prompt in call order: text runs, and the images encoded so far (an empty entry in
+  // `parts` stands for the next image).
+  std::vector<std::string> parts;
+  std::vector<bool> part_is_image;
+  std::vector<ckjit::vision::ImageEmbedding> images;
+  void clear_prompt() { parts.clear(), part_is_image.clear(), images.clear(); }
+  std::vector<float> logits;
+  ckjit_timings timings{};
+  ckjit::capi::ErrorSlot error;
+};
+
+namespace ckjit::capi {
+
+// Live handles by address and kind: registered on creation, unregistered before deletion, looked
+// up by every call (a model handle passed as a session is "foreign").
+enum class Kind { model, session };
+void register_handle(const void* h, Kind k);
+void unregister_handle(const void* h);
+bool live_handle(const void* h, Kind k);
+
+}  // namespace ckjit::capi

@@ -1,0 +1,174 @@
+/* libckjit — the C API of ckjit, a CPU runtime for Qwen3-VL GGUF models (text model + mmproj).
+ *
+ * Handles are opaque. Every function returns a ckjit_status (or a value with a documented
+ * "nothing" case) and never aborts, exits or throws: bad input of any kind (NULL, a freed or
+ * foreign handle, a missing or truncated file, a broken image) gives a status and a message —
+ * ckjit_last_error() on the calling thread for every call, and ckjit_model_last_error() /
+ * ckjit_session_last_error() for the last error of that handle.
+ *
+ * Threads: a model is immutable once loaded and may be shared by any number of sessions; each
+ * session has its own KV cache and worker threads, and different sessions may run at the same
+ * time on different threads. One session is used by one thread at a time.
+ *
+ * Structs with a struct_size field are filled by their *_default() function first; the library
+ * reads only the fields that exist in the caller's version, so they may grow.
+ */
+#ifndef CKJIT_H
+#define CKJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CKJIT_API __attribute__((visibility("default")))
+#else
+#define CKJIT_API
+#endif
+
+#define CKJIT_VERSION_MAJOR 0
+#define CKJIT_VERSION_MINOR 1
+#define CKJIT_VERSION_PATCH 0
+
+typedef enum ckjit_status {
+  CKJIT_OK = 0,
+  CKJIT_ERR_INVALID_ARGUMENT = 1, /* NULL where a value is needed, a value out of range */
+  CKJIT_ERR_BAD_HANDLE = 2,       /* a handle this library did not give, or already freed */
+  CKJIT_ERR_IO = 3,               /* a file that cannot be opened or read */
+  CKJIT_ERR_BAD_MODEL = 4,        /* not a valid / supported Qwen3-VL GGUF, or a mismatched pair */
+  CKJIT_ERR_BAD_IMAGE = 5,        /* an image that cannot be decoded or used */
+  CKJIT_ERR_NO_VISION = 6,        /* an image given to a model loaded without mmproj */
+  CKJIT_ERR_CONTEXT_FULL = 7,     /* the prompt does not fit the session's context */
+  CKJIT_ERR_CANCELLED = 8,        /* a progress callback asked to stop */
+  CKJIT_ERR_BUFFER_TOO_SMALL = 9, /* the output does not fit; the needed size is reported */
+  CKJIT_ERR_UNSUPPORTED = 10,     /* this CPU (or the ISA cap) cannot run what is asked */
+  CKJIT_ERR_OUT_OF_MEMORY = 11,
+  CKJIT_ERR_INTERNAL = 12
+} ckjit_status;
+
+typedef struct ckjit_model ckjit_model;
+typedef struct ckjit_session ckjit_session;
+
+/* "0.1.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+CKJIT_API const char* ckjit_version(void);
+/* A short name for a status ("invalid argument"); never NULL. */
+CKJIT_API const char* ckjit_status_name(ckjit_status status);
+/* The message of the last failed call on this thread ("" if none); valid until the next call. */
+CKJIT_API const char* ckjit_last_error(void);
+
+/* The machine, as `ckjit info` prints it: one line, and the full description as JSON. The strings
+ * live as long as the process. NULL only if the machine cannot be described (see ckjit_last_error). */
+CKJIT_API const char* ckjit_machine_name(void);
+CKJIT_API const char* ckjit_machine_json(void);
+
+/* ---- models ---- */
+
+/* Progress of a load, from 0 to 1; return non-zero to cancel it (the load then fails with
+ * CKJIT_ERR_CANCELLED and frees what it built). */
+typedef int (*ckjit_progress_fn)(float fraction, void* user_data);
+
+typedef struct ckjit_model_params {
+  uint32_t struct_size;  /* sizeof(ckjit_model_params) */
+  int32_t n_threads;     /* worker threads per session (and for loading); 0: the machine's CPU budget */
+  int32_t n_ctx;         /* default context size of the sessions (tokens); 0: 4096 */
+  int32_t use_profile;   /* non-zero: use the tuned profile of this machine (`ckjit tune`) if there is one */
+  const char* max_isa;   /* NULL, or a cap: "avx2", "avxvnni", "avx512", "amx" */
+  ckjit_progress_fn progress;
+  void* progress_user_data;
+} ckjit_model_params;
+
+CKJIT_API void ckjit_model_params_default(ckjit_model_params* params);
+/* Loads the text model GGUF and, if mmproj_path is not NULL, its vision projector. params may be
+ * NULL (the defaults). On success *out is a new model, else *out is NULL. */
+CKJIT_API ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, const ckjit_model_params* params,
+                                        ckjit_model** out);
+/* Frees the model handle; sessions still open keep what they use until they are freed. NULL is a no-op. */
+CKJIT_API void ckjit_model_free(ckjit_model* model);
+CKJIT_API const char* ckjit_model_last_error(const ckjit_model* model);
+CKJIT_API int32_t ckjit_model_n_vocab(const ckjit_model* model);  /* 0 for a bad handle */
+CKJIT_API int32_t ckjit_model_has_vision(const ckjit_model* model);
+CKJIT_API double ckjit_model_load_ms(const ckjit_model* model);
+
+/* Token ids of text (special tokens such as <|im_start|> parsed when parse_special). Writes at most
+ * capacity ids; *n_tokens gets the count (also when it does not fit: CKJIT_ERR_BUFFER_TOO_SMALL). */
+CKJIT_API ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text, int32_t parse_special, int32_t* tokens,
+                                      size_t capacity, size_t* n_tokens);
+/* The text of ids (special tokens' text included when special), NUL-terminated in buf; *needed gets
+ * the bytes needed including the NUL (CKJIT_ERR_BUFFER_TOO_SMALL when size is less). */
+CKJIT_API ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, size_t n_tokens, int32_t special,
+                                        char* buf, size_t size, size_t* needed);
+
+/* ---- sessions ---- */
+
+typedef struct ckjit_session_params {
+  uint32_t struct_size;  /* sizeof(ckjit_session_params) */
+  int32_t n_ctx;         /* 0: the model's default */
+  int32_t n_batch;       /* prefill rows per chunk; 0: 512 */
+  int32_t image_min_tokens, image_max_tokens;  /* rows per image (0: 8 and 4096, llama.cpp's defaults) */
+} ckjit_session_params;
+
+CKJIT_API void ckjit_session_params_default(ckjit_session_params* params);
+CKJIT_API ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* params, ckjit_session** out);
+CKJIT_API void ckjit_session_free(ckjit_session* session);
+CKJIT_API const char* ckjit_session_last_error(const ckjit_session* session);
+/* Forgets the KV cache, the pending prompt and the timings. */
+CKJIT_API ckjit_status ckjit_session_reset(ckjit_session* session);
+
+/* The next prompt, in order: text runs and images (decoded and encoded by the vision tower now, so
+ * a broken image fails here). ckjit_generate consumes it. Text may hold "<__media__>" markers to
+ * place images; without any, the images go before the text (as llama.cpp's mtmd does). */
+CKJIT_API ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text);
+CKJIT_API ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* path);
+CKJIT_API ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size);
+
+/* Called with each generated token and the text it completes (whole UTF-8 characters; may be "");
+ * return non-zero to stop generating. */
+typedef int (*ckjit_token_fn)(int32_t token, const char* text, void* user_data);
+
+typedef struct ckjit_generate_params {
+  uint32_t struct_size;  /* sizeof(ckjit_generate_params) */
+  int32_t n_predict;     /* most tokens to generate (default 256) */
+  int32_t chat;          /* non-zero: wrap the prompt in the model's chat template (one user turn) */
+  int32_t ignore_eos;
+  float temp;            /* 0: greedy (default) */
+  uint64_t seed;
+  int32_t top_k;         /* default 40 */
+  float top_p;           /* default 0.95 */
+  float min_p;           /* default 0.05 */
+  float repeat_penalty;  /* default 1 (off) */
+  int32_t repeat_last_n; /* default 64 */
+  ckjit_token_fn on_token;
+  void* user_data;
+} ckjit_generate_params;
+
+CKJIT_API void ckjit_generate_params_default(ckjit_generate_params* params);
+/* Prefills the pending prompt and generates. tokens (may be NULL when capacity is 0) receives up to
+ * capacity generated ids; *n_generated (may be NULL) the number generated. A prompt that does not
+ * fit the context: CKJIT_ERR_CONTEXT_FULL. */
+CKJIT_API ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params* params, int32_t* tokens,
+                                      size_t capacity, size_t* n_generated);
+
+/* The logits that chose the last generated token (n_vocab floats), or NULL before any; valid until
+ * the session's next call. */
+CKJIT_API const float* ckjit_session_logits(const ckjit_session* session, int32_t* n_vocab);
+
+typedef struct ckjit_timings {
+  double load_ms;          /* the model's load (files, repack, JIT) */
+  double encode_ms;        /* images through the vision tower */
+  double prefill_ms;       /* all prompt rows */
+  double image_prefill_ms; /* of which image rows */
+  double decode_ms;
+  int64_t n_prompt, n_image_rows, n_decoded;
+} ckjit_timings;
+
+/* Totals since the session was created or reset. */
+CKJIT_API ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKJIT_H */

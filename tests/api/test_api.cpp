@@ -1,0 +1,352 @@
+// libckjit through its C API only (include/ckjit.h, linked against libckjit.so): loading, sessions,
+// text and images, generation, logits and timings; two sessions on one model in two threads give
+// the tokens they give one after the other; every function refuses NULL, freed or foreign handles,
+// bad paths, truncated models and broken images with a status and a message. The tiny pair is
+// synthesized with ckjit's own synthesizer (a C++ library linked into this test only).
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/ckjit.h"
+#include "runtime/synth/qwen3vl_layout.h"
+#include "runtime/synth/synth_model.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Pair {
+  fs::path dir;
+  std::string model, mmproj;
+};
+
+const Pair& pair() {
+  static Pair p = [] {
+    Pair x;
+    x.dir = fs::temp_directory_path() / ("ckjit_api_" + std::to_string(::getpid()));
+    fs::create_directories(x.dir);
+    ckjit::synth::SynthOptions o;
+    o.seed = 11;
+    o.threads = 2;
+    o.tokenizer_dir = CKJIT_TOKENIZER_DIR;
+    const auto files = ckjit::synth::write_qwen3vl_pair(ckjit::qwen3vl::preset_dims("tiny"), o, x.dir.string());
+    x.model = files.text_path, x.mmproj = files.mmproj_path;
+    return x;
+  }();
+  return p;
+}
+
+std::string image_path(const char* name) { return (fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / name).string(); }
+
+std::vector<char> bytes_of(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+ckjit_model* load(bool vision = true, int threads = 2) {
+  ckjit_model_params mp;
+  ckjit_model_params_default(&mp);
+  mp.n_threads = threads;
+  mp.n_ctx = 512;
+  mp.use_profile = 0;
+  ckjit_model* m = nullptr;
+  const ckjit_status st = ckjit_model_load(pair().model.c_str(), vision ? pair().mmproj.c_str() : nullptr, &mp, &m);
+  REQUIRE_MESSAGE(st == CKJIT_OK, ckjit_last_error());
+  return m;
+}
+
+std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, int n = 6) {
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  if (image) REQUIRE_MESSAGE(ckjit_session_add_image_file(s, image) == CKJIT_OK, ckjit_session_last_error(s));
+  REQUIRE(ckjit_session_add_text(s, prompt) == CKJIT_OK);
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = n;
+  gp.ignore_eos = 1;
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  size_t got = 0;
+  REQUIRE_MESSAGE(ckjit_generate(s, &gp, out.data(), out.size(), &got) == CKJIT_OK, ckjit_session_last_error(s));
+  out.resize(got);
+  ckjit_session_free(s);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("api") {
+
+TEST_CASE("api: version and status names and the machine line") {
+  CHECK(std::string(ckjit_version()) == "0.1.0");
+  CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
+  CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
+  REQUIRE(ckjit_machine_name() != nullptr);
+  CHECK(std::strlen(ckjit_machine_name()) > 10);
+  REQUIRE(ckjit_machine_json() != nullptr);
+  CHECK(ckjit_machine_json()[0] == '{');
+}
+
+TEST_CASE("api: a page and a prompt give tokens and text pieces and logits and timings") {
+  ckjit_model* m = load();
+  CHECK(ckjit_model_has_vision(m) == 1);
+  CHECK(ckjit_model_n_vocab(m) > 150000);
+  CHECK(ckjit_model_load_ms(m) > 0);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_image_file(s, image_path("square-64.png").c_str()) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Read the text.") == CKJIT_OK);
+  struct Seen {
+    std::vector<int32_t> ids;
+    std::string text;
+  } seen;
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 5;
+  gp.ignore_eos = 1;
+  gp.chat = 1;
+  gp.on_token = [](int32_t id, const char* text, void* u) {
+    auto* v = static_cast<Seen*>(u);
+    v->ids.push_back(id);
+    v->text += text;
+    return 0;
+  };
+  gp.user_data = &seen;
+  int32_t toks[5];
+  size_t n = 0;
+  REQUIRE_MESSAGE(ckjit_generate(s, &gp, toks, 5, &n) == CKJIT_OK, ckjit_session_last_error(s));
+  CHECK(n == 5);
+  CHECK(seen.ids == std::vector<int32_t>(toks, toks + 5));
+  int32_t nv = 0;
+  const float* lg = ckjit_session_logits(s, &nv);
+  REQUIRE(lg != nullptr);
+  CHECK(nv == ckjit_model_n_vocab(m));
+  ckjit_timings t;
+  REQUIRE(ckjit_session_timings(s, &t) == CKJIT_OK);
+  CHECK(t.encode_ms > 0);
+  CHECK(t.n_image_rows > 0);
+  CHECK(t.n_prompt > t.n_image_rows);
+  CHECK(t.n_decoded == 4);
+  CHECK(t.load_ms == ckjit_model_load_ms(m));
+  // The same page from memory gives the same tokens (greedy).
+  REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  REQUIRE(ckjit_session_add_image_bytes(s, png.data(), png.size()) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Read the text.") == CKJIT_OK);
+  gp.on_token = nullptr;
+  int32_t again[5];
+  REQUIRE(ckjit_generate(s, &gp, again, 5, &n) == CKJIT_OK);
+  CHECK(std::memcmp(again, toks, sizeof toks) == 0);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: the per-token callback stops generation") {
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Hello") == CKJIT_OK);
+  int calls = 0;
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 20;
+  gp.ignore_eos = 1;
+  gp.on_token = [](int32_t, const char*, void* u) { return ++*static_cast<int*>(u) == 3 ? 1 : 0; };
+  gp.user_data = &calls;
+  size_t n = 0;
+  REQUIRE(ckjit_generate(s, &gp, nullptr, 0, &n) == CKJIT_OK);
+  CHECK(calls == 3);
+  CHECK(n == 3);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: tokenize and detokenize round trip and a small buffer says how much is needed") {
+  ckjit_model* m = load(false);
+  const char* text = "Hello <|im_start|> world";
+  size_t n = 0;
+  CHECK(ckjit_tokenize(m, text, 1, nullptr, 0, &n) == CKJIT_ERR_BUFFER_TOO_SMALL);
+  REQUIRE(n > 2);
+  std::vector<int32_t> ids(n);
+  REQUIRE(ckjit_tokenize(m, text, 1, ids.data(), ids.size(), &n) == CKJIT_OK);
+  size_t need = 0;
+  CHECK(ckjit_detokenize(m, ids.data(), ids.size(), 1, nullptr, 0, &need) == CKJIT_ERR_BUFFER_TOO_SMALL);
+  CHECK(need == std::strlen(text) + 1);
+  std::vector<char> buf(need);
+  REQUIRE(ckjit_detokenize(m, ids.data(), ids.size(), 1, buf.data(), buf.size(), &need) == CKJIT_OK);
+  CHECK(std::string(buf.data()) == text);
+  const int32_t bad = -5;
+  CHECK(ckjit_detokenize(m, &bad, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_model_last_error(m)).find("outside the vocabulary") != std::string::npos);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: two sessions on one model in two threads give the tokens they give one after the other") {
+  ckjit_model* m = load(true, 1);
+  const std::string img = image_path("page-small.png");
+  const std::vector<int32_t> a = run(m, "Read the page.", img.c_str());
+  const std::vector<int32_t> b = run(m, "Something else entirely", nullptr);
+  std::vector<int32_t> ta, tb;
+  std::thread t1([&] { ta = run(m, "Read the page.", img.c_str()); });
+  std::thread t2([&] { tb = run(m, "Something else entirely", nullptr); });
+  t1.join();
+  t2.join();
+  CHECK(ta == a);
+  CHECK(tb == b);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: a session keeps its model's weights after the model handle is freed") {
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  ckjit_model_free(m);
+  REQUIRE(ckjit_session_add_text(s, "Hello") == CKJIT_OK);
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 2;
+  size_t n = 0;
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, &n) == CKJIT_OK);
+  CHECK(ckjit_session_add_text(reinterpret_cast<ckjit_session*>(m), "x") == CKJIT_ERR_BAD_HANDLE);  // the freed model
+  ckjit_session_free(s);
+}
+
+TEST_CASE("api: NULL or freed or foreign handles are refused with a message and never a crash") {
+  ckjit_model* m = load();
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  ckjit_model* fake_model = reinterpret_cast<ckjit_model*>(s);     // a session where a model is expected
+  ckjit_session* fake_session = reinterpret_cast<ckjit_session*>(m);
+  size_t n = 0;
+  int32_t id = 0;
+  char buf[8];
+  ckjit_timings t;
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  ckjit_model* out_m = nullptr;
+  ckjit_session* out_s = nullptr;
+  CHECK(ckjit_model_load(nullptr, nullptr, nullptr, &out_m) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_last_error()).find("model_path is NULL") != std::string::npos);
+  CHECK(ckjit_model_load(pair().model.c_str(), nullptr, nullptr, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  for (ckjit_model* bad : {static_cast<ckjit_model*>(nullptr), fake_model}) {
+    const ckjit_status want = bad ? CKJIT_ERR_BAD_HANDLE : CKJIT_ERR_INVALID_ARGUMENT;
+    CHECK(ckjit_tokenize(bad, "x", 0, &id, 1, &n) == want);
+    CHECK(ckjit_detokenize(bad, &id, 1, 0, buf, sizeof buf, &n) == want);
+    CHECK(ckjit_session_new(bad, nullptr, &out_s) == want);
+    CHECK(out_s == nullptr);
+    CHECK(ckjit_model_n_vocab(bad) == 0);
+    CHECK(ckjit_model_has_vision(bad) == 0);
+    CHECK(std::strlen(ckjit_model_last_error(bad)) > 0);
+    CHECK(std::strlen(ckjit_last_error()) > 0);
+  }
+  for (ckjit_session* bad : {static_cast<ckjit_session*>(nullptr), fake_session}) {
+    const ckjit_status want = bad ? CKJIT_ERR_BAD_HANDLE : CKJIT_ERR_INVALID_ARGUMENT;
+    CHECK(ckjit_session_add_text(bad, "x") == want);
+    CHECK(ckjit_session_add_image_file(bad, image_path("square-64.png").c_str()) == want);
+    CHECK(ckjit_session_add_image_bytes(bad, buf, sizeof buf) == want);
+    CHECK(ckjit_generate(bad, &gp, &id, 1, &n) == want);
+    CHECK(ckjit_session_reset(bad) == want);
+    CHECK(ckjit_session_timings(bad, &t) == want);
+    CHECK(ckjit_session_logits(bad, nullptr) == nullptr);
+    CHECK(std::strlen(ckjit_session_last_error(bad)) > 0);
+  }
+  // NULL arguments on live handles.
+  CHECK(ckjit_tokenize(m, nullptr, 0, &id, 1, &n) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_tokenize(m, "x", 0, &id, 1, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_tokenize(m, "x", 0, nullptr, 4, &n) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_detokenize(m, nullptr, 1, 0, buf, sizeof buf, &n) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_add_text(s, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_add_image_file(s, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_add_image_bytes(s, nullptr, 10) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_timings(s, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_new(m, nullptr, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_generate(s, &gp, nullptr, 3, &n) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, &n) == CKJIT_ERR_INVALID_ARGUMENT);  // nothing added yet: empty prompt
+  CHECK(std::string(ckjit_session_last_error(s)).find("empty") != std::string::npos);
+  ckjit_generate_params wrong = gp;
+  wrong.struct_size = 3;
+  CHECK(ckjit_generate(s, &wrong, nullptr, 0, &n) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_last_error()).find("struct_size") != std::string::npos);
+  // Freed handles.
+  ckjit_session_free(s);
+  CHECK(ckjit_session_add_text(s, "x") == CKJIT_ERR_BAD_HANDLE);
+  ckjit_session_free(s);  // a second free is a no-op
+  ckjit_model_free(m);
+  CHECK(ckjit_tokenize(m, "x", 0, &id, 1, &n) == CKJIT_ERR_BAD_HANDLE);
+  ckjit_model_free(nullptr);
+  ckjit_session_free(nullptr);
+}
+
+TEST_CASE("api: a bad path or a truncated model or a mismatched pair or a bad ISA cap or a cancelled load fails cleanly") {
+  ckjit_model* m = nullptr;
+  CHECK(ckjit_model_load("/nonexistent/m.gguf", nullptr, nullptr, &m) == CKJIT_ERR_IO);
+  CHECK(m == nullptr);
+  CHECK(std::string(ckjit_last_error()).find("/nonexistent/m.gguf") != std::string::npos);
+  const std::vector<char> whole = bytes_of(pair().model);
+  const fs::path cut = pair().dir / "cut.gguf";
+  std::ofstream(cut, std::ios::binary).write(whole.data(), long(whole.size() / 3));
+  CHECK(ckjit_model_load(cut.c_str(), nullptr, nullptr, &m) == CKJIT_ERR_BAD_MODEL);
+  CHECK(std::strlen(ckjit_last_error()) > 0);
+  CHECK(ckjit_model_load(pair().mmproj.c_str(), nullptr, nullptr, &m) == CKJIT_ERR_BAD_MODEL);  // an mmproj as the model
+  CHECK(ckjit_model_load(pair().model.c_str(), pair().model.c_str(), nullptr, &m) == CKJIT_ERR_BAD_MODEL);
+  ckjit_model_params mp;
+  ckjit_model_params_default(&mp);
+  mp.max_isa = "sse2";
+  CHECK(ckjit_model_load(pair().model.c_str(), nullptr, &mp, &m) == CKJIT_ERR_INVALID_ARGUMENT);
+  ckjit_model_params_default(&mp);
+  float last = -1;
+  mp.progress = [](float f, void* u) {
+    *static_cast<float*>(u) = f;
+    return f > 0.5f ? 1 : 0;
+  };
+  mp.progress_user_data = &last;
+  CHECK(ckjit_model_load(pair().model.c_str(), nullptr, &mp, &m) == CKJIT_ERR_CANCELLED);
+  CHECK(last > 0.5f);
+  CHECK(m == nullptr);
+}
+
+TEST_CASE("api: broken images or an image without a vision tower or a prompt over the context are errors and the session goes on") {
+  ckjit_model* m = load();
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  CHECK(ckjit_session_add_image_bytes(s, png.data(), png.size() / 2) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(std::strlen(ckjit_session_last_error(s)) > 0);
+  const char junk[] = "definitely not an image";
+  CHECK(ckjit_session_add_image_bytes(s, junk, sizeof junk) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(ckjit_session_add_image_bytes(s, junk, 0) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(ckjit_session_add_image_file(s, "/nonexistent.png") == CKJIT_ERR_IO);
+  CHECK(ckjit_session_add_image_file(s, pair().model.c_str()) == CKJIT_ERR_BAD_IMAGE);
+  // After the errors the session still works.
+  REQUIRE(ckjit_session_add_text(s, "Hello") == CKJIT_OK);
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 2;
+  size_t n = 0;
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, &n) == CKJIT_OK);
+  ckjit_session_free(s);
+
+  ckjit_session_params sp;
+  ckjit_session_params_default(&sp);
+  sp.n_ctx = 8;
+  REQUIRE(ckjit_session_new(m, &sp, &s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "one two three four five six seven eight nine ten eleven twelve") == CKJIT_OK);
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, &n) == CKJIT_ERR_CONTEXT_FULL);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+
+  ckjit_model* text_only = load(false);
+  REQUIRE(ckjit_session_new(text_only, nullptr, &s) == CKJIT_OK);
+  CHECK(ckjit_session_add_image_file(s, image_path("square-64.png").c_str()) == CKJIT_ERR_NO_VISION);
+  ckjit_session_free(s);
+  ckjit_model_free(text_only);
+}
+
+}  // TEST_SUITE
