@@ -148,6 +148,22 @@ TEST_CASE("api: a page and a prompt give tokens and text pieces and logits and t
   ckjit_model_free(m);
 }
 
+TEST_CASE("api: after a page is read (every text and vision kernel generated) no mapping is writable and executable") {
+  ckjit_model* m = load();
+  const std::vector<int32_t> t = run(m, "Read.", image_path("page-small.png").c_str(), 3);
+  CHECK(t.size() == 3);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int lines = 0;
+  while (std::getline(maps, line)) {
+    ++lines;
+    const std::string perms = line.substr(line.find(' ') + 1, 4);
+    CHECK_MESSAGE(!(perms[1] == 'w' && perms[2] == 'x'), line);
+  }
+  CHECK(lines > 10);
+  ckjit_model_free(m);
+}
+
 TEST_CASE("api: the per-token callback stops generation") {
   ckjit_model* m = load(false);
   ckjit_session* s = nullptr;
