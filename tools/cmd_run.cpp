@@ -30,6 +30,7 @@
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/report/report_collect.h"
 #include "topology/machine.h"
 #include "vision/image_input.h"
@@ -389,12 +390,15 @@ int run_main(const std::vector<std::string>& args) {
     cb.on_logits = [&](const float* logits, int64_t n) {
       if (std::fwrite(logits, sizeof(float), size_t(n), dump.get()) != size_t(n)) throw ckjit::Error("writing --dump-logits failed");
     };
+  ckjit::cli::catch_interrupt();
+  cb.on_token = [](int32_t, const std::string&) { return !ckjit::cli::interrupted(); };
   const ckjit::graph::GenerateResult res =
       bridge ? ckjit::graph::generate(session, tok, *bridge, gopt, cb) : ckjit::graph::generate(session, tok, ids, gopt, cb);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
   if (res.context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
+  if (ckjit::cli::interrupted()) std::fprintf(stderr, "stopped: interrupted (Ctrl-C) after %zu tokens\n", res.generated.size());
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   if (vision) {
     int64_t img_rows = 0;
@@ -444,7 +448,7 @@ int run_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "error: --report %s: no report written\n", report_problem.c_str());
     return 1;
   }
-  return 0;
+  return ckjit::cli::interrupted() ? 130 : 0;  // the shell's status for a SIGINT
 }
 
 }  // namespace

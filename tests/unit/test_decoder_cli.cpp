@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <unistd.h>
 
@@ -132,6 +133,21 @@ TEST_CASE("ckjit run: bad input gives a clear message and a non-zero exit") {
     CHECK(r.status != 0);
     CHECK(r.output.find("cannot open") != std::string::npos);
   }
+}
+
+TEST_CASE("ckjit run: Ctrl-C stops generation after the current token and the timing line is still printed") {
+  const fs::path out = files().dir / "interrupted.out", err = files().dir / "interrupted.err";
+  // Started in the background; SIGINT once text has come out (so generation is under way).
+  const std::string cmd = "'" CKJIT_BINARY_PATH "' run -m " + q(files().model) + " -p Hello -n 3000 -c 3100 --ignore-eos >" + q(out) +
+                          " 2>" + q(err) + " & pid=$!; for i in $(seq 1 600); do [ -s " + q(out) +
+                          " ] && break; sleep 0.05; done; kill -INT $pid; wait $pid; echo status=$?";
+  const CliResult r = run_shell(cmd);
+  CHECK(r.output.find("status=130") != std::string::npos);
+  std::ifstream e(err);
+  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  CHECK(log.find("stopped: interrupted (Ctrl-C)") != std::string::npos);
+  CHECK(log.find("timing: load") != std::string::npos);
+  CHECK(log.find("decode 2999 tok") == std::string::npos);  // it did not run to the end
 }
 
 }  // TEST_SUITE
