@@ -27,6 +27,7 @@
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/synth/synth_model.h"
+#include "runtime/token_ids.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -49,26 +50,6 @@ std::string read_text_file(const std::string& path, const char* what) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Token ids separated by whitespace and/or commas.
-std::vector<int32_t> parse_ids(const std::string& text, const std::string& path) {
-  std::vector<int32_t> ids;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) return;
-    if (cur.size() > 9) throw ckjit::Error("--force " + path + ": token id '" + cur + "' is too large");
-    ids.push_back(std::stoi(cur));
-    cur.clear();
-  };
-  for (char c : text) {
-    if (c >= '0' && c <= '9') cur += c;
-    else if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') flush();
-    else throw ckjit::Error("--force " + path + ": unexpected character '" + std::string(1, c) + "' (want ids separated by spaces or commas)");
-  }
-  flush();
-  if (ids.empty()) throw ckjit::Error("--force " + path + ": no token ids");
-  return ids;
 }
 
 // The embedded default: without -m, `ckjit run` synthesizes (once, cached in the user cache dir)
@@ -365,7 +346,7 @@ int run_main(const std::vector<std::string>& args) {
   gopt.ignore_eos = vm.count("ignore-eos") > 0;
   if (vm.count("force")) {
     const std::string path = vm["force"].as<std::string>();
-    gopt.forced = parse_ids(read_text_file(path, "--force file"), path);
+    gopt.forced = ckjit::parse_token_ids(read_text_file(path, "--force file"), "--force " + path);
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> dump(nullptr, &std::fclose);
   if (vm.count("dump-logits")) {

