@@ -48,6 +48,17 @@ std::atomic<int64_t> g_emit_ns{0}, g_emitted{0};
 
 EmitClock emit_clock() { return {double(g_emit_ns.load()) / 1e6, g_emitted.load()}; }
 
+namespace {
+size_t default_limit_bytes() {
+  if (const char* e = std::getenv("CKJIT_CODE_CACHE_MB"); e && *e) {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(e, &end, 10);
+    if (end && *end == 0 && mb > 0 && mb < (1ull << 20)) return size_t(mb) << 20;
+  }
+  return size_t(256) << 20;
+}
+}  // namespace
+
 const JitKernel& CodeCache::get(const KernelSpec& spec) {
   std::string key = spec.to_string();
   std::lock_guard<std::mutex> lock(mu_);
@@ -59,12 +70,35 @@ const JitKernel& CodeCache::get(const KernelSpec& spec) {
   g_emit_ns.fetch_add(int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
   g_emitted.fetch_add(1, std::memory_order_relaxed);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t bytes = (k->size() + page - 1) / page * page;
+  if (limit_bytes_ == 0) limit_bytes_ = default_limit_bytes();
+  if (code_bytes_ + bytes > limit_bytes_)
+    throw Error("JIT code cache full: " + std::to_string((code_bytes_ + bytes) >> 20) + " MiB of generated code would pass its bound of " +
+                std::to_string(limit_bytes_ >> 20) + " MiB (" + std::to_string(kernels_.size()) +
+                " kernels; CKJIT_CODE_CACHE_MB raises it) while emitting " + key);
+  code_bytes_ += bytes;
   return *kernels_.emplace(key, std::move(k)).first->second;
 }
 
 size_t CodeCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.size();
+}
+
+size_t CodeCache::code_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return code_bytes_;
+}
+
+size_t CodeCache::limit_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_bytes_ ? limit_bytes_ : default_limit_bytes();
+}
+
+void CodeCache::set_limit_bytes(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_bytes_ = bytes;
 }
 
 CodeCache& global_code_cache() {

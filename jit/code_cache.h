@@ -37,12 +37,19 @@ class CodeCache {
  public:
   // The kernel for spec, emitting it on first use. Thread-safe; the reference stays valid for the
   // cache's lifetime.
+  // Error when the new kernel would take the generated code past the cache's bound.
   const JitKernel& get(const KernelSpec& spec);
   size_t size() const;
+  // Bytes of generated code held (each kernel's pages), and the bound: CKJIT_CODE_CACHE_MB, else
+  // 256 MiB — a real model needs a few MiB, so hitting it means a runaway of specs, not a big model.
+  size_t code_bytes() const;
+  size_t limit_bytes() const;
+  void set_limit_bytes(size_t bytes);
 
  private:
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<JitKernel>> kernels_;
+  size_t code_bytes_ = 0, limit_bytes_ = 0;  // limit 0: not read from the environment yet
 };
 
 CodeCache& global_code_cache();

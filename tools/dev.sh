@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands:
 #   bash tools/dev.sh run [ckjit run options]   set up, build, run `ckjit run`
-#   bash tools/dev.sh test                      set up, build (Release, ASan+UBSan, TSan for the C API), run every test
+#   bash tools/dev.sh test                      set up, build (Release, ASan+UBSan, TSan for the C API), run every test, fuzz
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-}"; shift || true
@@ -28,6 +28,8 @@ case "$cmd" in
     # Under ThreadSanitizer: the C API's tests (several sessions on one model in several threads).
     build build-tsan Tsan ckjit_api_tests
     (cd "$ROOT/build-tsan" && ctest --output-on-failure -j "$JOBS" -L "^api$" "$@")
+    # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time; a crash fails.
+    bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
     ;;
   *)
     echo "usage: bash tools/dev.sh run [ckjit run options] | test" >&2

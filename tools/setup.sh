@@ -6,7 +6,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 nodejs npm
   libxbyak-dev libasmjit-dev libcpuinfo-dev libhwloc-dev libboost-program-options-dev doctest-dev libstb-dev
-  chromium chromium-driver)  # chromium: the report.html rendering test (tests/unit/test_run_report.cpp)
+  chromium chromium-driver  # chromium: the report.html rendering test (tests/unit/test_run_report.cpp)
+  clang libclang-rt-14-dev)  # clang + its libFuzzer runtime: tests/fuzz/build.sh
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -159,6 +159,17 @@ TEST_SUITE("jit") {
     CHECK(&global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256)) == &k);  // cached
   }
 
+  TEST_CASE("the code cache is bounded: a kernel past the bound is a clear error and the cache still serves what it holds") {
+    CodeCache cache;
+    CHECK(cache.limit_bytes() >= (size_t(64) << 20));
+    const auto& a = cache.get(q4k_spec(Op::Gemm, 2, 2, 256));
+    CHECK(cache.code_bytes() >= a.size());
+    cache.set_limit_bytes(cache.code_bytes());  // full
+    CHECK_THROWS_WITH_AS(cache.get(q4k_spec(Op::Gemm, 2, 2, 512)), doctest::Contains("JIT code cache full"), Error);
+    CHECK(&cache.get(q4k_spec(Op::Gemm, 2, 2, 256)) == &a);
+    CHECK(cache.size() == 1);
+  }
+
   TEST_CASE("CKJIT_PERF_MAP lists each generated kernel for perf with its address size and spec") {
     setenv("CKJIT_PERF_MAP", "1", 1);
     const KernelSpec spec = q4k_spec(Op::Gemv, 1, 3, 768);  // a spec no other test emits
