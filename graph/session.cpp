@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -9,8 +10,31 @@
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "topology/memory.h"
 
 namespace ckjit::graph {
+
+namespace {
+// A session's large buffers, estimated before any is allocated: the f16 KV cache and the chunk
+// activations (M rows of every intermediate, the attention scratch of each worker).
+void check_memory_for(const TextModel& model, const SessionOptions& o, int workers) {
+  const Hparams& hp = model.hparams();
+  const double mib = 1048576.0;
+  const double kv = 2.0 * 2.0 * double(hp.n_layer) * double((o.n_ctx + 7) / 8 * 8) * double(hp.kv_width());
+  const double M = double(std::min(o.n_ubatch, o.n_ctx));
+  const double act = 4.0 * M * double(4 * hp.n_embd + 2 * hp.q_width() + 2 * hp.kv_width() + 3 * hp.n_ff) +
+                     double(model.prepare_scratch_bytes(int64_t(M))) +
+                     4.0 * double(workers) * double(attention_scratch_floats(hp.head_dim, o.n_ctx)) + 4.0 * double(hp.n_vocab);
+  const topo::MemoryBudget b = topo::memory_budget();
+  if (b.available == 0 || kv + act <= double(b.available)) return;
+  char msg[400];
+  std::snprintf(msg, sizeof msg,
+                "not enough memory for this context: the KV cache for -c %lld needs %.0f MiB and the activations for -b %lld "
+                "%.0f MiB, but %.0f MiB are available (%s); lower -c or -b (or pass --no-memory-check)",
+                (long long)o.n_ctx, kv / mib, (long long)M, act / mib, double(b.available) / mib, b.source.c_str());
+  throw Error(msg);
+}
+}  // namespace
 
 Session::Session(const TextModel& model, const SessionOptions& options, Workers& pool)
     : model_(model), opt_(options), pool_(pool) {
@@ -21,6 +45,7 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
   const bool llama_attention = opt_.attention == AttentionOrder::llama;
   if (!llama_attention && model_.options().linear.llama_prefill_order)
     throw Error("the tiled attention and llama.cpp's token-by-token order (--llama-order) exclude each other");
+  if (opt_.check_memory) check_memory_for(model_, opt_, pool_.size());
   kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim,
                                   llama_attention ? KvLayout::rows : KvLayout::panels);
   const AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim, 1.0f / std::sqrt(float(hp.head_dim))};

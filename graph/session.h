@@ -31,6 +31,9 @@ struct SessionOptions {
   int64_t n_ctx = 4096;
   int64_t n_ubatch = 512;  // rows per prefill chunk
   AttentionOrder attention = AttentionOrder::llama;
+  // Refuse (Error) a context whose KV cache and activations exceed the memory this process may
+  // still take (topology/memory.h) before allocating them.
+  bool check_memory = true;
 };
 
 // The logits decode() returned: rows() rows of n_vocab floats, in batch order of the rows that

@@ -148,6 +148,7 @@ int run_main(const std::vector<std::string>& args) {
       ("no-jit", "use the scalar reference kernels for every weight")
       ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K/Q8_0 vec_dot rows, unfused Gate-Up with llama.cpp's swiglu, Q5_K vec_dot, libm RoPE angles): a batched prompt then gives the token-by-token logits of llama.cpp's AVX-512 build bit for bit, on any CPU (ckjit runs that order everywhere; llama.cpp's own AVX2 build uses other orders, so there it is close, not equal); slower prefill")
       ("jit-decode", "decode Q6_K/Q8_0 weights with the JIT GEMV's own float order instead of llama.cpp's vec_dot order")
+      ("no-memory-check", "allocate the KV cache and activations even when they exceed the memory available")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "the kernel of every weight, plans and memory on stderr")
       ("help,h", "show this help");
@@ -229,6 +230,7 @@ int run_main(const std::vector<std::string>& args) {
   ckjit::graph::SessionOptions sopt;
   sopt.n_ctx = n_ctx;
   sopt.n_ubatch = std::min(vm["batch-size"].as<int>(), n_ctx);
+  sopt.check_memory = !vm.count("no-memory-check");
   mopt.linear.plan_rows = sopt.n_ubatch;
   const std::string attention = vm["attention"].as<std::string>();
   if (attention != "llama" && attention != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + attention + "'");

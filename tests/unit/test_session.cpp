@@ -101,6 +101,18 @@ TEST_CASE("--no-jit runs the scalar reference, and the model says so") {
   CHECK(m.uses_reference());
 }
 
+TEST_CASE("a context too large for this machine's memory is refused before the KV cache is allocated") {
+  gguf::GgufFile f = make_file(tinymodel::Spec{});
+  Workers pool(1);
+  const TextModel m(f, ModelOptions{}, pool);
+  SessionOptions so;
+  so.n_ctx = int64_t(1) << 40;  // petabytes of KV cache
+  CHECK_THROWS_WITH_AS(Session(m, so, pool), doctest::Contains("not enough memory for this context"), Error);
+  so.n_ctx = 64;
+  Session ok(m, so, pool);
+  CHECK(ok.kv_bytes() > 0);
+}
+
 TEST_CASE("two sessions on one model in two threads give the same tokens as one after the other") {
   tinymodel::Spec s;
   s.seed = 41;

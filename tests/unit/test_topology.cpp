@@ -1,12 +1,16 @@
 // Topology: cgroup parsing from fixture trees, the CPU budget rule, ISA cross-checked with /proc.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "runtime/error.h"
 #include "topology/cgroup.h"
 #include "topology/machine.h"
+#include "topology/memory.h"
 
 using namespace ckjit::topo;
 
@@ -27,6 +31,23 @@ TEST_CASE("cpu.max parsing") {
   CHECK(q2->cpus() == doctest::Approx(0.5));
   for (const char* bad : {"", "banana", "100000 0", "-5 100000", "1.5 100000", "100 200 300", "max x", "0 100000"})
     CHECK_THROWS_AS(parse_cpu_max(bad), ckjit::Error);
+}
+
+TEST_CASE("memory budget: MemAvailable and every cgroup v2 memory.max on the path") {
+  CHECK(ckjit::topo::parse_mem_available("MemTotal: 100 kB\nMemAvailable:    2048 kB\n") == 2048u * 1024);
+  CHECK(ckjit::topo::parse_mem_available("garbage") == 0);
+  const std::string root = (std::filesystem::temp_directory_path() / ("ckjit_cg_" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(root + "/a/b");
+  std::ofstream(root + "/a/memory.max") << "1048576\n";
+  std::ofstream(root + "/a/memory.current") << "524288\n";
+  std::ofstream(root + "/a/b/memory.max") << "max\n";
+  const auto b = ckjit::topo::memory_budget("MemAvailable: 4096 kB\n", root, "0::/a/b\n");
+  CHECK(b.available == 524288u);  // the parent's limit minus its usage, below MemAvailable
+  CHECK(b.source == "cgroup2:/a memory.max");
+  const auto none = ckjit::topo::memory_budget("MemAvailable: 4096 kB\n", root, "0::/elsewhere\n");
+  CHECK(none.available == 4096u * 1024);
+  CHECK(none.source == "MemAvailable");
+  std::filesystem::remove_all(root);
 }
 
 TEST_CASE("cpu list parsing") {

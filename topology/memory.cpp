@@ -1,0 +1,68 @@
+#include "topology/memory.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace ckjit::topo {
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+// A cgroup file holding one number, or "max"; false when absent, "max" or garbled.
+bool read_number(const std::string& path, uint64_t& out) {
+  std::ifstream in(path);
+  std::string s;
+  if (!(in >> s) || s == "max") return false;
+  try {
+    size_t used = 0;
+    out = std::stoull(s, &used);
+    return used == s.size();
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
+uint64_t parse_mem_available(const std::string& meminfo) {
+  std::istringstream in(meminfo);
+  std::string key, unit;
+  uint64_t value = 0;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024;  // the kernel reports kB
+  }
+  return 0;
+}
+
+MemoryBudget memory_budget(const std::string& meminfo, const std::string& cgroup_root, const std::string& proc_self_cgroup) {
+  MemoryBudget b;
+  b.available = parse_mem_available(meminfo);
+  if (b.available) b.source = "MemAvailable";
+  // cgroup v2: the "0::/path" line; every level's limit counts.
+  std::istringstream lines(proc_self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string path = line.substr(3);
+    while (true) {
+      const std::string dir = cgroup_root + (path == "/" ? "" : path);
+      uint64_t max = 0, cur = 0;
+      if (read_number(dir + "/memory.max", max)) {
+        read_number(dir + "/memory.current", cur);
+        const uint64_t room = max > cur ? max - cur : 0;
+        if (!b.available || room < b.available) b.available = room, b.source = "cgroup2:" + path + " memory.max";
+      }
+      if (path == "/" || path.empty()) break;
+      const size_t slash = path.rfind('/');
+      path = slash == 0 ? "/" : path.substr(0, slash);
+    }
+  }
+  return b;
+}
+
+MemoryBudget memory_budget() { return memory_budget(slurp("/proc/meminfo"), "/sys/fs/cgroup", slurp("/proc/self/cgroup")); }
+
+}  // namespace ckjit::topo

@@ -1,0 +1,22 @@
+#pragma once
+// Memory this process may still take before the kernel (or its cgroup) refuses or kills it:
+// MemAvailable from /proc/meminfo, capped by every cgroup v2 memory.max - memory.current on the
+// process's path. Checked before large allocations (the KV cache, the activations) so that a
+// too-large -c fails with a message instead of an OOM kill.
+#include <cstdint>
+#include <string>
+
+namespace ckjit::topo {
+
+struct MemoryBudget {
+  uint64_t available = 0;  // bytes; 0: unknown (no check possible)
+  std::string source;      // "MemAvailable", "cgroup2:/path memory.max", ...
+};
+
+// MemAvailable in bytes from /proc/meminfo text (0 when absent or garbled).
+uint64_t parse_mem_available(const std::string& meminfo);
+// The tightest of MemAvailable and the cgroup v2 limits on the path in proc_self_cgroup.
+MemoryBudget memory_budget(const std::string& meminfo, const std::string& cgroup_root, const std::string& proc_self_cgroup);
+MemoryBudget memory_budget();  // of the live process
+
+}  // namespace ckjit::topo
