@@ -14,6 +14,7 @@
 #include "jit/planner/profile.h"
 #include "runtime/error.h"
 #include "runtime/tokenizer/gguf_vocab.h"
+#include "topology/memory.h"
 #include "vision/image_input.h"
 
 using namespace ckjit;
@@ -288,7 +289,7 @@ void ckjit_session_params_default(ckjit_session_params* p) {
 ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* given, ckjit_session** out) {
   if (out) *out = nullptr;
   capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &model->error : nullptr;
-  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+  return guarded(slot, CKJIT_ERR_OUT_OF_MEMORY, [&] {  // what the session's own checks refuse: its memory
     need(out, "out");
     ckjit_model* m = model_of(model);
     ckjit_session_params p = read_params(given, ckjit_session_params_default);
@@ -359,6 +360,11 @@ ckjit_status add_image(ckjit_session* session, const std::function<vision::Prepa
     if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
     const auto t0 = Clock::now();
     vision::PreparedImage im = prepare(s->core->vision->preprocess_params(s->params.image_min_tokens, s->params.image_max_tokens));
+    try {
+      topo::require_memory(s->core->vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name, "lower image_max_tokens");
+    } catch (const Error& e) {
+      raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
+    }
     s->images.push_back(s->core->vision->encode(*s->pool, im.pixels));
     s->timings.encode_ms += ms_since(t0);
     s->parts.emplace_back();

@@ -25,14 +25,10 @@ void check_memory_for(const TextModel& model, const SessionOptions& o, int worke
   const double act = 4.0 * M * double(4 * hp.n_embd + 2 * hp.q_width() + 2 * hp.kv_width() + 3 * hp.n_ff) +
                      double(model.prepare_scratch_bytes(int64_t(M))) +
                      4.0 * double(workers) * double(attention_scratch_floats(hp.head_dim, o.n_ctx)) + 4.0 * double(hp.n_vocab);
-  const topo::MemoryBudget b = topo::memory_budget();
-  if (b.available == 0 || kv + act <= double(b.available)) return;
-  char msg[400];
-  std::snprintf(msg, sizeof msg,
-                "not enough memory for this context: the KV cache for -c %lld needs %.0f MiB and the activations for -b %lld "
-                "%.0f MiB, but %.0f MiB are available (%s); lower -c or -b (or pass --no-memory-check)",
-                (long long)o.n_ctx, kv / mib, (long long)M, act / mib, double(b.available) / mib, b.source.c_str());
-  throw Error(msg);
+  char what[160];
+  std::snprintf(what, sizeof what, "this context (KV cache for -c %lld: %.0f MiB, activations for -b %lld: %.0f MiB)",
+                (long long)o.n_ctx, kv / mib, (long long)M, act / mib);
+  topo::require_memory(kv + act, what, "lower -c or -b");
 }
 }  // namespace
 

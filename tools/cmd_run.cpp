@@ -34,6 +34,7 @@
 #include "tools/interrupt.h"
 #include "tools/report/report_collect.h"
 #include "topology/machine.h"
+#include "topology/memory.h"
 #include "vision/image_input.h"
 #include "vision/vision_model.h"
 
@@ -311,6 +312,9 @@ int run_main(const std::vector<std::string>& args) {
                      im.pixels.plan.content_h, im.pixels.plan.x0, im.pixels.plan.y0, (long long)im.n_rows);
     }
     for (auto& im : prepared) {
+      if (sopt.check_memory)
+        ckjit::topo::require_memory(vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name + " (" + std::to_string(im.n_rows) + " rows)",
+                                    "lower --image-max-tokens");
       embeddings.push_back(vision->encode(*pool, im.pixels, profile ? &*profile : nullptr));
       im.pixels = {};
     }

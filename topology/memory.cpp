@@ -1,7 +1,10 @@
 #include "topology/memory.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "runtime/error.h"
 
 namespace ckjit::topo {
 
@@ -64,5 +67,14 @@ MemoryBudget memory_budget(const std::string& meminfo, const std::string& cgroup
 }
 
 MemoryBudget memory_budget() { return memory_budget(slurp("/proc/meminfo"), "/sys/fs/cgroup", slurp("/proc/self/cgroup")); }
+
+void require_memory(double bytes, const std::string& what, const std::string& hint) {
+  const MemoryBudget b = memory_budget();
+  if (b.available == 0 || bytes <= double(b.available)) return;
+  char msg[512];
+  std::snprintf(msg, sizeof msg, "not enough memory for %s: %.0f MiB needed, %.0f MiB available (%s); %s (or pass --no-memory-check)",
+                what.c_str(), bytes / 1048576.0, double(b.available) / 1048576.0, b.source.c_str(), hint.c_str());
+  throw Error(msg);
+}
 
 }  // namespace ckjit::topo

@@ -19,4 +19,8 @@ uint64_t parse_mem_available(const std::string& meminfo);
 MemoryBudget memory_budget(const std::string& meminfo, const std::string& cgroup_root, const std::string& proc_self_cgroup);
 MemoryBudget memory_budget();  // of the live process
 
+// Error "not enough memory for WHAT: NEED MiB ... available (SOURCE); HINT (or pass
+// --no-memory-check)" when bytes exceed the live budget; nothing when it fits or is unknown.
+void require_memory(double bytes, const std::string& what, const std::string& hint);
+
 }  // namespace ckjit::topo

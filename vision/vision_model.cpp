@@ -129,6 +129,13 @@ void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_
   m.fc2->matmul(pool, xr.data(), rows, out, ldo);
 }
 
+double VisionModel::encode_bytes(int64_t n) const {
+  const double P2 = 3.0 * double(hp_.patch * hp_.patch), C = double(hp_.n_embd), F = double(hp_.n_ff);
+  const double floats = double(n) * (P2 + std::max(P2, F) + 8.0 * C + F) + double(n / 4) * double(hp_.row_width());
+  const double kv_panels = 2.0 * 2.0 * double((n + 7) / 8 * 8) * C;  // f16 keys and values
+  return 4.0 * floats + kv_panels;
+}
+
 ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap) const {
   const int64_t P = hp_.patch, C = hp_.n_embd, F = hp_.n_ff, side = hp_.pos_side;
   if (px.width <= 0 || px.height <= 0 || px.width % (P * 2) || px.height % (P * 2) ||

@@ -44,6 +44,9 @@ class VisionModel {
   // nullptr for none.
   ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
   std::vector<std::string> describe() const;
+  // The bytes encode() allocates for an image of n_patches patches (its activations, the f16
+  // key/value panels of the attention, the projector rows), for a memory check before it runs.
+  double encode_bytes(int64_t n_patches) const;
   // The GGUF weight tensor each matmul was built from and its op (vision_linears.cpp): the dtype
   // report of ckjit run --report. The patch kernel appears under both temporal tensors.
   std::vector<std::pair<std::string, const DenseLinear*>> linears_by_tensor() const;

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -351,6 +352,9 @@ TEST_CASE("api: broken images or an image without a vision tower or a prompt ove
 
   ckjit_session_params sp;
   ckjit_session_params_default(&sp);
+  sp.n_ctx = INT32_MAX;  // terabytes of KV cache: refused before anything is allocated
+  CHECK(ckjit_session_new(m, &sp, &s) == CKJIT_ERR_OUT_OF_MEMORY);
+  CHECK(std::string(ckjit_last_error()).find("not enough memory") != std::string::npos);
   sp.n_ctx = 8;
   REQUIRE(ckjit_session_new(m, &sp, &s) == CKJIT_OK);
   REQUIRE(ckjit_session_add_text(s, "one two three four five six seven eight nine ten eleven twelve") == CKJIT_OK);

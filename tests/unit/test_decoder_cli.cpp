@@ -150,4 +150,14 @@ TEST_CASE("ckjit run: Ctrl-C stops generation after the current token and the ti
   CHECK(log.find("decode 2999 tok") == std::string::npos);  // it did not run to the end
 }
 
+TEST_CASE("ckjit run: a closed stdout (a pipe whose reader left) ends the run quietly with a non-zero status") {
+  const fs::path err = files().dir / "pipe.err";
+  const CliResult r = run_shell("bash -c \"'" CKJIT_BINARY_PATH "' run -m " + q(files().model) + " -p Hello -n 3000 -c 3100 --ignore-eos 2>" +
+                                q(err) + " | head -c 1 >/dev/null; echo status=\\${PIPESTATUS[0]}\"");
+  CHECK_MESSAGE(r.output.find("status=141") != std::string::npos, r.output);  // 128 + SIGPIPE, as any filter ends
+  std::ifstream e(err);
+  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  CHECK(log.find("error") == std::string::npos);  // no message: the reader chose to stop
+}
+
 }  // TEST_SUITE
