@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 
 namespace ckjit::cli {
 std::vector<Command>& registry() {
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  ckjit::cli::catch_bus_errors();
   std::string name = argv[1];
   if (name == "-h" || name == "--help" || name == "help") {
     usage(stdout);

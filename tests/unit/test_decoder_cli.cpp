@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "skip.h"
 #include "jit/isa_select.h"
 #include "topology/isa.h"
 #include "tiny_qwen3vl.h"
@@ -158,6 +159,23 @@ TEST_CASE("ckjit run: a closed stdout (a pipe whose reader left) ends the run qu
   std::ifstream e(err);
   const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   CHECK(log.find("error") == std::string::npos);  // no message: the reader chose to stop
+}
+
+TEST_CASE("ckjit run: a model file truncated while it is mapped ends the run with a clear message, not a bus-error crash") {
+#if defined(__SANITIZE_ADDRESS__)
+  CKJIT_SKIP("AddressSanitizer takes SIGBUS itself (its report replaces ckjit's message)");
+#endif
+  const fs::path copy = files().dir / "shrinking.gguf", out = files().dir / "shrink.out", err = files().dir / "shrink.err";
+  fs::copy_file(files().model, copy, fs::copy_options::overwrite_existing);
+  // Once text comes out (the token embeddings are read from the mapping every step), cut the file.
+  const std::string cmd = "'" CKJIT_BINARY_PATH "' run -m " + q(copy) + " -p Hello -n 3000 -c 3100 --ignore-eos >" + q(out) + " 2>" +
+                          q(err) + " & pid=$!; for i in $(seq 1 600); do [ -s " + q(out) + " ] && break; sleep 0.05; done; truncate -s 4096 " +
+                          q(copy) + "; wait $pid; echo status=$?";
+  const CliResult r = run_shell(cmd);
+  std::ifstream e(err);
+  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(r.output.find("status=1\n") != std::string::npos, r.output << log);
+  CHECK(log.find("truncated or replaced while ckjit was using it") != std::string::npos);
 }
 
 }  // TEST_SUITE
