@@ -127,24 +127,25 @@ const char* ckjit_status_name(ckjit_status s) {
 
 const char* ckjit_last_error(void) { return t_last_error.c_str(); }
 
+// Function-local statics: built once (thread-safe), then only read.
 const char* ckjit_machine_name(void) {
-  static std::string name;
-  const ckjit_status st = guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
+  const char* out = nullptr;
+  guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
     static const std::string n = machine().name();
-    name = n;
+    out = n.c_str();
     return CKJIT_OK;
   });
-  return st == CKJIT_OK ? name.c_str() : nullptr;
+  return out;
 }
 
 const char* ckjit_machine_json(void) {
-  static std::string json;
-  const ckjit_status st = guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
+  const char* out = nullptr;
+  guarded(nullptr, CKJIT_ERR_INTERNAL, [&] {
     static const std::string j = machine().to_json();
-    json = j;
+    out = j.c_str();
     return CKJIT_OK;
   });
-  return st == CKJIT_OK ? json.c_str() : nullptr;
+  return out;
 }
 
 void ckjit_model_params_default(ckjit_model_params* p) {
