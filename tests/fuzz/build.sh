@@ -22,6 +22,7 @@ declare -A SOURCES=(
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]}"
 )
 TARGETS=(gguf_reader image tokenizer token_ids model_load)
+mkdir -p "$OUT"
 clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t/corpus"
