@@ -76,6 +76,14 @@ ckjit_session* session_of(const ckjit_session* s) {
   return const_cast<ckjit_session*>(s);
 }
 
+// Where a call's error is kept besides the thread: the handle's own slot, if it is live.
+capi::ErrorSlot* slot_of(const ckjit_model* m) {
+  return m && capi::live_handle(m, Kind::model) ? &const_cast<ckjit_model*>(m)->error : nullptr;
+}
+capi::ErrorSlot* slot_of(const ckjit_session* s) {
+  return s && capi::live_handle(s, Kind::session) ? &const_cast<ckjit_session*>(s)->error : nullptr;
+}
+
 // The caller's struct, read only as far as its struct_size says (older callers, smaller structs).
 template <class T>
 T read_params(const T* given, void (*defaults)(T*)) {
@@ -246,7 +254,7 @@ double ckjit_model_load_ms(const ckjit_model* m) {
 
 ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text, int32_t parse_special, int32_t* tokens, size_t capacity,
                             size_t* n_tokens) {
-  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &const_cast<ckjit_model*>(model)->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(model);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_model* m = model_of(model);
     need(text, "text");
@@ -263,7 +271,7 @@ ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text, int32_t 
 
 ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, size_t n, int32_t special, char* buf, size_t size,
                               size_t* needed) {
-  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &const_cast<ckjit_model*>(model)->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(model);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_model* m = model_of(model);
     if (n > 0) need(tokens, "tokens");
@@ -289,7 +297,7 @@ void ckjit_session_params_default(ckjit_session_params* p) {
 
 ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* given, ckjit_session** out) {
   if (out) *out = nullptr;
-  capi::ErrorSlot* slot = model && capi::live_handle(model, Kind::model) ? &model->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(model);
   return guarded(slot, CKJIT_ERR_OUT_OF_MEMORY, [&] {  // what the session's own checks refuse: its memory
     need(out, "out");
     ckjit_model* m = model_of(model);
@@ -328,7 +336,7 @@ const char* ckjit_session_last_error(const ckjit_session* s) {
 }
 
 ckjit_status ckjit_session_reset(ckjit_session* session) {
-  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INTERNAL, [&] {
     ckjit_session* s = session_of(session);
     s->session->reset();
@@ -342,7 +350,7 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
 }
 
 ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text) {
-  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_session* s = session_of(session);
     need(text, "text");
@@ -355,7 +363,7 @@ ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text) {
 namespace {
 // Decodes, preprocesses and encodes one image into the pending prompt.
 ckjit_status add_image(ckjit_session* session, const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
-  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     ckjit_session* s = session_of(session);
     if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
@@ -406,7 +414,7 @@ void ckjit_generate_params_default(ckjit_generate_params* p) {
 ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params* given, int32_t* tokens, size_t capacity,
                             size_t* n_generated) {
   if (n_generated) *n_generated = 0;
-  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &session->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_session* s = session_of(session);
     const ckjit_generate_params p = read_params(given, ckjit_generate_params_default);
@@ -473,7 +481,7 @@ const float* ckjit_session_logits(const ckjit_session* s, int32_t* n_vocab) {
 }
 
 ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* out) {
-  capi::ErrorSlot* slot = session && capi::live_handle(session, Kind::session) ? &const_cast<ckjit_session*>(session)->error : nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     const ckjit_session* s = session_of(session);
     need(out, "out");

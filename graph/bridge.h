@@ -1,7 +1,7 @@
 #pragma once
 // The bridge between the vision side and the decoder (spec/qwen3vl.md A.5, D.2, D.4): a prompt
-// with image placeholders becomes one mixed Batch (graph::generate prefills it segment by segment
-// so the image rows' time is known; Session::decode also takes it whole). Text is cut at the
+// with media markers (where the images go) becomes one mixed Batch; graph::generate prefills it
+// one segment after another so the image rows' time is known (Session::decode also takes it whole). Text is cut at the
 // media marker `<__media__>` (as mtmd does; with no marker every image goes first) and each
 // piece is tokenized with special tokens parsed; each image becomes <|vision_start|>, its
 // projector rows as embedding rows, <|vision_end|>. Positions follow llama.cpp: the image starting

@@ -13,6 +13,12 @@ int64_t TapRecord::find_row(int64_t pos) const {
   return it != rows.end() && *it == pos ? int64_t(it - rows.begin()) : -1;
 }
 
+const TapRecord* find_record(const std::vector<TapRecord>& records, const std::string& name) {
+  for (const auto& r : records)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
 Tap::Tap(const TapFilter& filter) : filter_(filter) {
   try {
     re_ = std::regex(filter.names, std::regex::ECMAScript);

@@ -27,6 +27,9 @@ struct TapRecord {
   int64_t find_row(int64_t pos) const;
 };
 
+// The record named `name` in a run's records, or nullptr.
+const TapRecord* find_record(const std::vector<TapRecord>& records, const std::string& name);
+
 struct TapFilter {
   std::string names = ".*";  // ECMAScript regex over the whole name
   int64_t row_begin = 0, row_end = INT64_MAX;  // sequence rows kept: [row_begin, row_end)

@@ -40,14 +40,6 @@ Distance distance(const TapRecord& a, const TapRecord& b) {
   return d;
 }
 
-namespace {
-const TapRecord* find(const std::vector<TapRecord>& v, const std::string& name) {
-  for (const auto& r : v)
-    if (r.name == name) return &r;
-  return nullptr;
-}
-}  // namespace
-
 std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candidate, const std::vector<TapRecord>& reference,
                                            const Tolerances& tol) {
   std::vector<CheckpointResult> out;
@@ -55,7 +47,7 @@ std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candida
     CheckpointResult r;
     r.name = c.name;
     r.tolerance_source = tol.source;
-    const TapRecord* ref = find(reference, c.name);
+    const TapRecord* ref = find_record(reference, c.name);
     if (!ref) {
       r.why = "the reference has no such node";
       out.push_back(r);
@@ -77,8 +69,8 @@ std::vector<CheckpointResult> compare_runs(const std::vector<TapRecord>& candida
       r.tolerance = 0;
       r.verdict = d.identical ? Verdict::passed : Verdict::failed;
     } else {
-      const TapRecord* ea = find(tol.envelope_a, c.name);
-      const TapRecord* eb = find(tol.envelope_b, c.name);
+      const TapRecord* ea = find_record(tol.envelope_a, c.name);
+      const TapRecord* eb = find_record(tol.envelope_b, c.name);
       Distance e;
       // Oriented like the candidate's distance: the other run against the reference run.
       if (ea && eb) e = distance(*eb, *ea);

@@ -34,11 +34,6 @@ std::vector<TapRecord> keep_matching(std::vector<TapRecord> v, const std::string
   return out;
 }
 
-const TapRecord* find(const std::vector<TapRecord>& v, const std::string& name) {
-  for (const auto& r : v)
-    if (r.name == name) return &r;
-  return nullptr;
-}
 
 std::string fmt(double x) {
   char b[32];
@@ -137,8 +132,8 @@ XrayReport run_xray(const XrayOptions& o) {
   }
   rep.tolerance_source = tol.source;
   rep.checkpoints = compare_runs(cand, ref, tol);
-  if (const TapRecord* a = find(cand, "logits"))
-    if (const TapRecord* b = find(ref, "logits")) rep.ranking = first_ranking_disagreement(*a, *b);
+  if (const TapRecord* a = find_record(cand, "logits"))
+    if (const TapRecord* b = find_record(ref, "logits")) rep.ranking = first_ranking_disagreement(*a, *b);
 
   for (size_t i = 0; i < rep.checkpoints.size(); ++i) {
     if (rep.checkpoints[i].verdict == Verdict::failed) {
@@ -162,7 +157,7 @@ XrayReport run_xray(const XrayOptions& o) {
     for (const TapRecord& c : cand) {
       if (c.name == *target) before = false;
       if (!before) break;
-      if (const TapRecord* r = find(ref, c.name)) rep_tap.set_override(*r);
+      if (const TapRecord* r = find_record(ref, c.name)) rep_tap.set_override(*r);
     }
     if (before) throw Error("--replay " + *target + ": the run did not reach it (not tapped: check --checkpoints)");
     runner.run(jit::Executor::generated, rep.trajectory, o.n_predict, rep_tap);
