@@ -7,7 +7,10 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 nodejs npm
   libxbyak-dev libasmjit-dev libcpuinfo-dev libhwloc-dev libboost-program-options-dev doctest-dev libstb-dev
   chromium chromium-driver  # chromium: the report.html rendering test (tests/unit/test_run_report.cpp)
-  clang libclang-rt-14-dev)  # clang + its libFuzzer runtime: tests/fuzz/build.sh
+  clang libclang-rt-14-dev  # clang + its libFuzzer runtime: tests/fuzz/build.sh
+  libcpp-httplib-dev nlohmann-json3-dev curl  # ckjit serve (HTTP, JSON) and its tests' client
+  libpoppler-cpp-dev poppler-utils  # ckjit ocr: PDF pages rasterized (poppler-utils: test PDFs' checks)
+  haproxy)  # the scale-out recipe's load balancer (tests/serve)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
