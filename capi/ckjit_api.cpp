@@ -16,6 +16,7 @@
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "topology/memory.h"
 #include "vision/image_input.h"
+#include "vision/load_memory.h"
 
 using namespace ckjit;
 using capi::Kind;
@@ -195,6 +196,11 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     if (mmproj_path) {
       core->mmproj.emplace(gguf::GgufFile::open(mmproj_path));
       vhp = vision::read_vision_hparams(*core->mmproj);
+    }
+    try {
+      vision::require_load_memory(*core->file, core->mmproj ? &*core->mmproj : nullptr);
+    } catch (const Error& e) {
+      raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
     }
     progress(0.1f);
     auto pool = graph::Workers::for_budget(core->machine, core->threads);

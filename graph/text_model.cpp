@@ -19,6 +19,16 @@ LinearSetup ModelOptions::default_linear_setup() {
   return s;
 }
 
+double TextModel::load_bytes(const gguf::GgufFile& f) {
+  const bool tied = f.find_tensor("output.weight") == nullptr;
+  double bytes = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    const bool embd = t.name == "token_embd.weight";
+    if (t.n_dims >= 2 && (!embd || tied)) bytes += double(t.n_bytes);
+  }
+  return bytes;
+}
+
 TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Workers& pool)
     : hp_(read_hparams(f)), opt_(options) {
   tensors_ = find_tensors(f, hp_);

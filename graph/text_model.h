@@ -39,6 +39,9 @@ class TextModel {
   // the repacking. The file must outlive the model (weights are read from its mapping).
   TextModel(const gguf::GgufFile& f, const ModelOptions& options, Workers& pool);
   ~TextModel();
+  // The memory the constructor takes besides the file's mapping (the repacked copy of every matrix;
+  // token_embd is read in place unless it is also the tied output), for a check before loading.
+  static double load_bytes(const gguf::GgufFile& f);
 
   const Hparams& hparams() const { return hp_; }
   const ModelOptions& options() const { return opt_; }

@@ -36,6 +36,7 @@
 #include "topology/machine.h"
 #include "topology/memory.h"
 #include "vision/image_input.h"
+#include "vision/load_memory.h"
 #include "vision/vision_model.h"
 
 namespace po = boost::program_options;
@@ -149,7 +150,7 @@ int run_main(const std::vector<std::string>& args) {
       ("no-jit", "use the scalar reference kernels for every weight")
       ("llama-order", "prefill in llama.cpp's single-token float orders too (Q6_K/Q8_0 vec_dot rows, unfused Gate-Up with llama.cpp's swiglu, Q5_K vec_dot, libm RoPE angles): a batched prompt then gives the token-by-token logits of llama.cpp's AVX-512 build bit for bit, on any CPU (ckjit runs that order everywhere; llama.cpp's own AVX2 build uses other orders, so there it is close, not equal); slower prefill")
       ("jit-decode", "decode Q6_K/Q8_0 weights with the JIT GEMV's own float order instead of llama.cpp's vec_dot order")
-      ("no-memory-check", "allocate the KV cache and activations even when they exceed the memory available")
+      ("no-memory-check", "load the weights and allocate the KV cache and activations even when they exceed the memory available")
       ("no-profile", "ignore the tuned profile (`ckjit tune`); the planner's cost model decides")
       ("verbose,v", "the kernel of every weight, plans and memory on stderr")
       ("help,h", "show this help");
@@ -242,6 +243,8 @@ int run_main(const std::vector<std::string>& args) {
   // entry for a shape when there is one, the cost model otherwise.
   ckjit::graph::LinearPlanner planner(machine, threads, profile_load.profile, profile_load.path);
   mopt.linear.planner = &planner;
+  // Before the repack (seconds on a large model): the weights' copies must fit.
+  if (sopt.check_memory) ckjit::vision::require_load_memory(file, mmproj_file ? &*mmproj_file : nullptr);
   const double open_ms = ms_since(t_load);
   const auto t_repack = Clock::now();
   const ckjit::jit::EmitClock jit_before = ckjit::jit::emit_clock();

@@ -129,6 +129,16 @@ void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_
   m.fc2->matmul(pool, xr.data(), rows, out, ldo);
 }
 
+double VisionModel::load_bytes(const gguf::GgufFile& file) {
+  double bytes = 0;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.n_dims < 2) continue;
+    const bool half = t.type.type == TensorType::F16 || t.type.type == TensorType::BF16;
+    bytes += double(t.n_elements) * (half ? 2.0 : 4.0);
+  }
+  return bytes;
+}
+
 double VisionModel::encode_bytes(int64_t n) const {
   const double P2 = 3.0 * double(hp_.patch * hp_.patch), C = double(hp_.n_embd), F = double(hp_.n_ff);
   const double floats = double(n) * (P2 + std::max(P2, F) + 8.0 * C + F) + double(n / 4) * double(hp_.row_width());

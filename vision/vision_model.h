@@ -35,6 +35,9 @@ class VisionModel {
  public:
   VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, graph::Workers& pool);
   ~VisionModel();
+  // The memory the constructor takes besides the file's mapping: every matrix repacked into
+  // panels, F16 / BF16 kept at 2 bytes, F32 and Q8_0 (dequantized) at 4; for a check before loading.
+  static double load_bytes(const gguf::GgufFile& file);
 
   const VisionHparams& hparams() const { return hp_; }
   // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.

@@ -2,7 +2,10 @@
 // embedding rows with their own positions and deepstack slices, and the ISA choice of every weight.
 #include <doctest/doctest.h>
 
+#include <malloc.h>
+
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "graph/session.h"
@@ -10,6 +13,7 @@
 #include "jit/isa_select.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "skip.h"
 #include "tiny_qwen3vl.h"
 
 using namespace ckjit;
@@ -235,3 +239,30 @@ TEST_CASE("bad batches are errors: empty, full context, no token and no embeddin
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("the load memory estimate matches what loading the text model takes from the heap") {
+#if defined(__SANITIZE_ADDRESS__)
+  CKJIT_SKIP("ASan's allocator does not report heap use through mallinfo2");
+#endif
+  // Weights large enough to dominate the model's small tables; the untied output is repacked, the
+  // embedding read in place.
+  tinymodel::Spec spec;
+  spec.n_embd = 512, spec.n_ff = 1536, spec.n_layer = 4, spec.n_vocab = 2048, spec.tied = false;
+  gguf::GgufFile f = make_file(spec);
+  Workers pool(1);
+  const double estimate = TextModel::load_bytes(f);
+  const auto heap = [] {
+    const struct mallinfo2 mi = mallinfo2();
+    return double(mi.uordblks) + double(mi.hblkhd);
+  };
+  const double before = heap();
+  auto m = std::make_unique<TextModel>(f, ModelOptions{}, pool);
+  const double taken = heap() - before;
+  INFO("estimate " << estimate << " bytes, heap growth " << taken << " bytes");
+  CHECK(estimate >= 0.9 * taken - 65536.0);  // not an under-estimate (the check must not pass a load that cannot fit)
+  CHECK(estimate <= 1.5 * taken);            // nor far above (it must not refuse a load that fits)
+  double embd = double(f.tensor("token_embd.weight").n_bytes);
+  spec.tied = true;
+  gguf::GgufFile tied = make_file(spec);
+  CHECK(TextModel::load_bytes(tied) == doctest::Approx(estimate - double(f.tensor("output.weight").n_bytes) + embd));
+}
