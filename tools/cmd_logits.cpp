@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "runtime/error.h"
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
 #include "runtime/logits_compare.h"
 #include "tools/command.h"
 
@@ -46,19 +46,17 @@ static int logits_main(const std::vector<std::string>& args) {
       b = ckjit::read_logits_file(vm["with"].as<std::string>(), V);
       if (b.size() != a.size()) throw ckjit::Error("--with: the two files have different numbers of steps");
     }
-    ckjit::JsonWriter j;
-    j.begin_array();
+    ckjit::OrderedJson j = ckjit::OrderedJson::array();
     for (size_t s = 0; s < a.size() / size_t(V); ++s) {
-      j.begin_array();
+      ckjit::OrderedJson step = ckjit::OrderedJson::array();
       for (auto& [id, v] : ckjit::top_k_logits(std::span(a).subspan(s * size_t(V), size_t(V)), k)) {
-        j.begin_array().value(id).value(double(v));
-        if (!b.empty()) j.value(double(b[s * size_t(V) + size_t(id)]));
-        j.end_array();
+        ckjit::OrderedJson e = {id, double(v)};
+        if (!b.empty()) e.push_back(double(b[s * size_t(V) + size_t(id)]));
+        step.push_back(std::move(e));
       }
-      j.end_array();
+      j.push_back(std::move(step));
     }
-    j.end_array();
-    std::cout << j.str() << "\n";
+    std::cout << ckjit::dump_json(j) << "\n";
     return 0;
   }
   if (!vm.count("compare")) throw ckjit::Error("give --compare B.f32 or --top K");
@@ -66,30 +64,18 @@ static int logits_main(const std::vector<std::string>& args) {
   const float thr = vm["margin"].as<float>();
   const ckjit::TrajectoryDiff d = ckjit::compare_trajectories(a, b, V, thr);
   if (vm.count("json")) {
-    ckjit::JsonWriter j;
-    j.begin_object();
-    j.key("steps").value(d.steps).key("cos_min").value(d.cos_min).key("cos_mean").value(d.cos_mean);
-    j.key("cos_min_step").value(d.cos_min_step).key("margin").value(double(thr));
-    j.key("clear_steps").value(d.clear_steps).key("clear_agree").value(d.clear_agree);
-    j.key("top1_agree").value(d.all_agree).key("max_abs_diff").value(double(d.max_abs));
-    j.key("disagreements").begin_array();
-    for (auto s : d.disagreements) j.value(s);
-    j.end_array();
+    ckjit::OrderedJson j = {{"steps", d.steps}, {"cos_min", d.cos_min}, {"cos_mean", d.cos_mean}, {"cos_min_step", d.cos_min_step},
+                            {"margin", double(thr)}, {"clear_steps", d.clear_steps}, {"clear_agree", d.clear_agree},
+                            {"top1_agree", d.all_agree}, {"max_abs_diff", double(d.max_abs)}, {"disagreements", d.disagreements}};
     if (vm.count("per-step")) {
-      j.key("step_cos").begin_array();
-      for (double c : d.step_cos) j.value(c);
-      j.end_array().key("step_max_abs").begin_array();
-      for (float x : d.step_max_abs) j.value(double(x));
-      j.end_array().key("step_top1").begin_array();
-      for (auto t : d.step_top1_a) j.value(t);
-      j.end_array().key("step_ref_top1").begin_array();
-      for (auto t : d.step_top1_b) j.value(t);
-      j.end_array().key("step_ref_margin").begin_array();
-      for (float x : d.step_margin_b) j.value(double(x));
-      j.end_array();
+      auto doubles = [](const auto& v) { return std::vector<double>(v.begin(), v.end()); };
+      j["step_cos"] = d.step_cos;
+      j["step_max_abs"] = doubles(d.step_max_abs);
+      j["step_top1"] = d.step_top1_a;
+      j["step_ref_top1"] = d.step_top1_b;
+      j["step_ref_margin"] = doubles(d.step_margin_b);
     }
-    j.end_object();
-    std::cout << j.str() << "\n";
+    std::cout << ckjit::dump_json(j) << "\n";
   } else {
     std::printf("steps %lld | cosine min %.7f (step %lld) mean %.7f | top-1 agree %lld/%lld, where margin > %g: %lld/%lld | max |diff| %.4g\n",
                 (long long)d.steps, d.cos_min, (long long)d.cos_min_step, d.cos_mean, (long long)d.all_agree,

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
 
 namespace ckjit::topo {
 namespace {
@@ -162,55 +162,32 @@ std::string Machine::name() const {
 }
 
 std::string Machine::to_json() const {
-  JsonWriter j;
-  j.begin_object();
-  j.field("name", name()).field("vendor", vendor).field("model_name", model_name).field("uarch", uarch);
-  j.field("family", family).field("model", model).field("stepping", stepping);
-  j.field("packages", packages).field("numa_nodes", numa_nodes);
-  j.field("physical_cores", int(cores.size())).field("logical_cpus", logical_cpus());
-  j.key("cores").begin_array();
-  for (const auto& c : cores) {
-    j.begin_object().field("index", c.index).key("cpus").begin_array();
-    for (int id : c.cpus) j.value(id);
-    j.end_array().end_object();
-  }
-  j.end_array();
-  j.key("caches").begin_array();
-  for (const auto& c : caches) {
-    j.begin_object().field("level", c.level).field("bytes", (unsigned long long)c.bytes).field("line_bytes", c.line_bytes);
-    j.key("cpus").begin_array();
-    for (int id : c.cpus) j.value(id);
-    j.end_array().end_object();
-  }
-  j.end_array();
-  auto isa_json = [&](const Isa& i) {
-    j.begin_object();
-    j.field("sse42", i.sse42).field("avx", i.avx).field("avx2", i.avx2).field("fma", i.fma).field("f16c", i.f16c);
-    j.field("avx512f", i.avx512f).field("avx512bw", i.avx512bw).field("avx512vl", i.avx512vl).field("avx512dq", i.avx512dq);
-    j.field("avx512vnni", i.avx512vnni).field("avx512bf16", i.avx512bf16).field("avx_vnni", i.avx_vnni);
-    j.field("amx_tile", i.amx_tile).field("amx_int8", i.amx_int8).field("amx_bf16", i.amx_bf16).field("amx_usable", i.amx_usable);
-    j.end_object();
+  OrderedJson j;
+  j["name"] = name();
+  j["vendor"] = vendor, j["model_name"] = model_name, j["uarch"] = uarch;
+  j["family"] = family, j["model"] = model, j["stepping"] = stepping;
+  j["packages"] = packages, j["numa_nodes"] = numa_nodes;
+  j["physical_cores"] = int(cores.size()), j["logical_cpus"] = logical_cpus();
+  OrderedJson& cj = j["cores"] = OrderedJson::array();
+  for (const auto& c : cores) cj.push_back({{"index", c.index}, {"cpus", c.cpus}});
+  OrderedJson& kj = j["caches"] = OrderedJson::array();
+  for (const auto& c : caches) kj.push_back({{"level", c.level}, {"bytes", c.bytes}, {"line_bytes", c.line_bytes}, {"cpus", c.cpus}});
+  auto isa_json = [](const Isa& i) {
+    return OrderedJson{{"sse42", i.sse42}, {"avx", i.avx}, {"avx2", i.avx2}, {"fma", i.fma}, {"f16c", i.f16c},
+                       {"avx512f", i.avx512f}, {"avx512bw", i.avx512bw}, {"avx512vl", i.avx512vl}, {"avx512dq", i.avx512dq},
+                       {"avx512vnni", i.avx512vnni}, {"avx512bf16", i.avx512bf16}, {"avx_vnni", i.avx_vnni},
+                       {"amx_tile", i.amx_tile}, {"amx_int8", i.amx_int8}, {"amx_bf16", i.amx_bf16}, {"amx_usable", i.amx_usable}};
   };
-  j.key("isa");
-  isa_json(isa);
-  j.key("isa_detected");
-  isa_json(isa_detected);
-  j.key("allowed_cpus").begin_array();
-  for (int id : allowed_cpus) j.value(id);
-  j.end_array();
-  j.key("cgroup").begin_object().field("source", cgroup.source);
-  if (cgroup.quota) {
-    j.key("quota").begin_object().field("quota_us", cgroup.quota->quota_us).field("period_us", cgroup.quota->period_us)
-        .field("cpus", cgroup.quota->cpus()).end_object();
-  } else {
-    j.key("quota").null();
-  }
-  j.key("notes").begin_array();
-  for (const auto& n : cgroup.notes) j.value(n);
-  j.end_array().end_object();
-  j.field("usable_cpus", usable_cpus).field("usable_cores", usable_cores);
-  j.end_object();
-  return j.str();
+  j["isa"] = isa_json(isa);
+  j["isa_detected"] = isa_json(isa_detected);
+  j["allowed_cpus"] = allowed_cpus;
+  OrderedJson& g = j["cgroup"] = {{"source", cgroup.source}};
+  g["quota"] = cgroup.quota ? OrderedJson{{"quota_us", cgroup.quota->quota_us}, {"period_us", cgroup.quota->period_us},
+                                          {"cpus", cgroup.quota->cpus()}}
+                            : OrderedJson(nullptr);
+  g["notes"] = cgroup.notes;
+  j["usable_cpus"] = usable_cpus, j["usable_cores"] = usable_cores;
+  return dump_json(j);
 }
 
 Machine detect_machine() {

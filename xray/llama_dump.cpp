@@ -6,7 +6,7 @@
 #include <map>
 
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 
 namespace ckjit::xray {
 

@@ -9,7 +9,7 @@
 
 #include "graph/checkpoints.h"
 #include "runtime/error.h"
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
 #include "topology/machine.h"
 #include "xray/peer_run.h"
 
@@ -215,54 +215,37 @@ std::vector<std::string> report_text(const XrayReport& r) {
 }
 
 std::string report_json(const XrayReport& r) {
-  JsonWriter w;
-  auto checkpoint = [&](const CheckpointResult& c) {
-    w.begin_object();
-    w.field("name", c.name).field("verdict", std::string(verdict_name(c.verdict)));
-    if (c.verdict == Verdict::not_compared) w.field("why", c.why);
-    else
-      w.field("rel_l2", c.distance).field("max_abs", c.max_abs).field("worst_row", (long long)c.worst_row).field("rows", (long long)c.rows)
-          .field("bit_identical", c.bit_identical).field("tolerance", c.tolerance);
-    if (c.other_distance) w.field("rel_l2_vs_one_token_run", *c.other_distance).field("bit_identical_to_one_token_run", c.other_identical);
-    w.field("op", graph::checkpoint_op(c.name));
-    w.end_object();
+  auto checkpoint = [](const CheckpointResult& c) {
+    OrderedJson j = {{"name", c.name}, {"verdict", std::string(verdict_name(c.verdict))}};
+    if (c.verdict == Verdict::not_compared) {
+      j["why"] = c.why;
+    } else {
+      j["rel_l2"] = c.distance, j["max_abs"] = c.max_abs, j["worst_row"] = c.worst_row, j["rows"] = c.rows;
+      j["bit_identical"] = c.bit_identical, j["tolerance"] = c.tolerance;
+    }
+    if (c.other_distance) j["rel_l2_vs_one_token_run"] = *c.other_distance, j["bit_identical_to_one_token_run"] = c.other_identical;
+    j["op"] = graph::checkpoint_op(c.name);
+    return j;
   };
-  w.begin_object();
-  w.field("machine", r.machine).field("model", r.model).field("reference", r.reference).field("tolerance_source", r.tolerance_source);
-  w.key("trajectory").begin_array();
-  for (int32_t id : r.trajectory) w.value(id);
-  w.end_array();
-  w.field("rows", (long long)r.n_rows);
-  w.key("ranking").begin_object();
-  w.field("steps_compared", (long long)r.ranking.steps_compared);
-  if (r.ranking.step >= 0)
-    w.field("first_step", (long long)r.ranking.step).field("row", (long long)r.ranking.position).field("rank", r.ranking.k)
-        .field("top1_ckjit", r.ranking.top1_candidate).field("top1_reference", r.ranking.top1_reference);
-  w.end_object();
-  w.field("diverged", r.diverged());
-  w.key("last_passing");
-  if (r.last_passing) checkpoint(r.checkpoints[*r.last_passing]); else w.null();
-  w.key("first_failing");
-  if (r.first_failing) checkpoint(r.checkpoints[*r.first_failing]); else w.null();
-  w.key("replay");
-  if (r.replay.ran) {
-    w.begin_object();
-    w.field("checkpoint", r.replay.checkpoint).field("op", r.replay.op).field("weight", r.replay.weight)
-        .field("rows_fed", (unsigned long long)r.replay.overrides).field("conclusion", r.replay.conclusion);
-    w.key("result");
-    checkpoint(r.replay.result);
-    w.end_object();
-  } else {
-    w.null();
+  OrderedJson j = {{"machine", r.machine}, {"model", r.model}, {"reference", r.reference}, {"tolerance_source", r.tolerance_source},
+                   {"trajectory", r.trajectory}, {"rows", r.n_rows}};
+  OrderedJson& ranking = j["ranking"] = {{"steps_compared", r.ranking.steps_compared}};
+  if (r.ranking.step >= 0) {
+    ranking["first_step"] = r.ranking.step, ranking["row"] = r.ranking.position, ranking["rank"] = r.ranking.k;
+    ranking["top1_ckjit"] = r.ranking.top1_candidate, ranking["top1_reference"] = r.ranking.top1_reference;
   }
-  w.key("checkpoints").begin_array();
-  for (const auto& c : r.checkpoints) checkpoint(c);
-  w.end_array();
-  w.key("notes").begin_array();
-  for (const auto& n : r.notes) w.value(n);
-  w.end_array();
-  w.end_object();
-  return w.str();
+  j["diverged"] = r.diverged();
+  j["last_passing"] = r.last_passing ? checkpoint(r.checkpoints[*r.last_passing]) : OrderedJson(nullptr);
+  j["first_failing"] = r.first_failing ? checkpoint(r.checkpoints[*r.first_failing]) : OrderedJson(nullptr);
+  if (r.replay.ran)
+    j["replay"] = {{"checkpoint", r.replay.checkpoint}, {"op", r.replay.op}, {"weight", r.replay.weight},
+                   {"rows_fed", r.replay.overrides}, {"conclusion", r.replay.conclusion}, {"result", checkpoint(r.replay.result)}};
+  else
+    j["replay"] = nullptr;
+  OrderedJson& cps = j["checkpoints"] = OrderedJson::array();
+  for (const auto& c : r.checkpoints) cps.push_back(checkpoint(c));
+  j["notes"] = r.notes;
+  return dump_json(j);
 }
 
 }  // namespace ckjit::xray

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "runtime/error.h"
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
 #include "jit/planner/profile.h"
 
 namespace ckjit::planner {
@@ -364,34 +364,25 @@ Plan plan_with_profile(const OpShape& shape, const topo::Machine& m, const Profi
 }
 
 std::string Plan::to_json() const {
-  JsonWriter j;
-  j.begin_object();
-  j.field("shape", shape.key()).field("source", source);
-  j.key("tiling").begin_object();
-  j.field("threads", tiling.threads).field("smt", tiling.smt).field("mr", tiling.mr).field("nr", tiling.nr);
-  j.field("mc", (long long)tiling.mc).field("nc", (long long)tiling.nc).field("kc", (long long)tiling.kc);
-  j.field("order", loop_order_name(tiling.order)).field("split", split_axis_name(tiling.split));
-  j.end_object();
-  j.key("cpus").begin_array();
-  for (int c : cpus) j.value(c);
-  j.end_array();
-  j.key("kernel").begin_object().field("path", compute_path_name(kernel.path)).field("isa", kernel.isa_name);
-  j.field("vector_regs", kernel.vector_regs).field("lanes", kernel.lanes).field("reserved_regs", kernel.reserved_regs);
-  j.field("weight_bytes", kernel.weight_bytes).field("act_bytes", kernel.act_bytes).end_object();
-  j.key("caches").begin_object().field("l1", (unsigned long long)caches.l1).field("l2", (unsigned long long)caches.l2);
-  j.field("l3", (unsigned long long)caches.l3).field("l3_cores", caches.l3_cores).end_object();
-  j.key("footprint").begin_object().field("l1", cost.fp.l1).field("l2", cost.fp.l2).field("l3", cost.fp.l3).end_object();
-  j.key("cost").begin_object().field("expected_us", cost.total_us).field("bound", cost.bound);
-  j.field("macs", cost.macs).field("compute_us", cost.compute_us).field("dram_us", cost.dram_us);
-  j.field("l3_us", cost.l3_us).field("l2_us", cost.l2_us).field("l1_us", cost.l1_us).field("sync_us", cost.sync_us);
-  j.field("bytes_dram", cost.bytes_dram).field("bytes_l3", cost.bytes_l3).field("bytes_l2", cost.bytes_l2);
-  j.field("bytes_l1", cost.bytes_l1).field("eff_register", cost.eff_register).field("eff_tail", cost.eff_tail);
-  j.field("eff_balance", cost.eff_balance).end_object();
-  j.key("reasons").begin_array();
-  for (const auto& r : reasons) j.value(r);
-  j.end_array();
-  j.end_object();
-  return j.str();
+  OrderedJson j;
+  j["shape"] = shape.key();
+  j["source"] = source;
+  j["tiling"] = {{"threads", tiling.threads}, {"smt", tiling.smt}, {"mr", tiling.mr}, {"nr", tiling.nr},
+                 {"mc", tiling.mc}, {"nc", tiling.nc}, {"kc", tiling.kc},
+                 {"order", loop_order_name(tiling.order)}, {"split", split_axis_name(tiling.split)}};
+  j["cpus"] = cpus;
+  j["kernel"] = {{"path", compute_path_name(kernel.path)}, {"isa", kernel.isa_name}, {"vector_regs", kernel.vector_regs},
+                 {"lanes", kernel.lanes}, {"reserved_regs", kernel.reserved_regs}, {"weight_bytes", kernel.weight_bytes},
+                 {"act_bytes", kernel.act_bytes}};
+  j["caches"] = {{"l1", caches.l1}, {"l2", caches.l2}, {"l3", caches.l3}, {"l3_cores", caches.l3_cores}};
+  j["footprint"] = {{"l1", cost.fp.l1}, {"l2", cost.fp.l2}, {"l3", cost.fp.l3}};
+  j["cost"] = {{"expected_us", cost.total_us}, {"bound", cost.bound}, {"macs", cost.macs}, {"compute_us", cost.compute_us},
+               {"dram_us", cost.dram_us}, {"l3_us", cost.l3_us}, {"l2_us", cost.l2_us}, {"l1_us", cost.l1_us},
+               {"sync_us", cost.sync_us}, {"bytes_dram", cost.bytes_dram}, {"bytes_l3", cost.bytes_l3},
+               {"bytes_l2", cost.bytes_l2}, {"bytes_l1", cost.bytes_l1}, {"eff_register", cost.eff_register},
+               {"eff_tail", cost.eff_tail}, {"eff_balance", cost.eff_balance}};
+  j["reasons"] = reasons;
+  return dump_json(j);
 }
 
 }  // namespace ckjit::planner

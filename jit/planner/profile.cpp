@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
+#include "runtime/json.h"
 
 namespace ckjit {
 
@@ -82,21 +82,17 @@ void Profile::upsert(ProfileEntry e) {
 
 namespace {
 
-void write_tiling(JsonWriter& j, const Tiling& t) {
-  j.begin_object();
-  j.field("threads", t.threads).field("smt", t.smt).field("mr", t.mr).field("nr", t.nr);
-  j.field("mc", (long long)t.mc).field("nc", (long long)t.nc).field("kc", (long long)t.kc);
-  j.field("order", loop_order_name(t.order)).field("split", split_axis_name(t.split));
-  j.end_object();
+OrderedJson tiling_json(const Tiling& t) {
+  return {{"threads", t.threads}, {"smt", t.smt}, {"mr", t.mr}, {"nr", t.nr}, {"mc", t.mc}, {"nc", t.nc}, {"kc", t.kc},
+          {"order", loop_order_name(t.order)}, {"split", split_axis_name(t.split)}};
 }
 
-void write_measurement(JsonWriter& j, const Measurement& m) {
-  j.key("tiling");
-  write_tiling(j, m.tiling);
-  j.field("median_us", m.median_us).field("model_us", m.model_us);
-  j.key("runs_us").begin_array();
-  for (double r : m.runs_us) j.value(r);
-  j.end_array();
+// The members of a measurement, added to j.
+void write_measurement(OrderedJson& j, const Measurement& m) {
+  j["tiling"] = tiling_json(m.tiling);
+  j["median_us"] = m.median_us;
+  j["model_us"] = m.model_us;
+  j["runs_us"] = m.runs_us;
 }
 
 int64_t bounded_int(const JsonValue& v, const std::string& what, int64_t lo, int64_t hi) {
@@ -178,49 +174,41 @@ void make_dirs(const std::string& dir) {
 }  // namespace
 
 std::string Profile::to_json() const {
-  JsonWriter j;
-  j.begin_object();
-  j.field("format", "ckjit-profile").field("version", kVersion).field("created_utc", created_utc);
-  j.field("machine_key", machine.key());
-  j.key("machine").begin_object();
+  OrderedJson j;
+  j["format"] = "ckjit-profile";
+  j["version"] = kVersion;
+  j["created_utc"] = created_utc;
+  j["machine_key"] = machine.key();
+  OrderedJson& mj = j["machine"] = OrderedJson::object();
   for (const auto& [k, v] : identity_fields(machine)) {
-    bool numeric = k == "family" || k == "model" || k == "stepping" || k == "physical_cores" ||
-                   k == "logical_cpus" || k == "usable_cpus";
-    j.key(k);
-    if (numeric) j.value(std::atoll(v.c_str()));
-    else j.value(v);
+    const bool numeric = k == "family" || k == "model" || k == "stepping" || k == "physical_cores" ||
+                         k == "logical_cpus" || k == "usable_cpus";
+    if (numeric) mj[k] = std::atoll(v.c_str());
+    else mj[k] = v;
   }
-  j.end_object();
-  if (peaks) {
-    j.key("peaks").begin_object();
-    j.field("int8_gmacs_per_core", peaks->int8_gmacs_per_core).field("bf16_gmacs_per_core", peaks->bf16_gmacs_per_core);
-    j.field("f32_gmacs_per_core", peaks->f32_gmacs_per_core).field("dram_gbps", peaks->dram_gbps);
-    j.field("dram_gbps_per_core", peaks->dram_gbps_per_core).field("sync_us", peaks->sync_us).field("how", peaks->how);
-    j.end_object();
-  }
-  j.key("entries").begin_array();
+  if (peaks)
+    j["peaks"] = {{"int8_gmacs_per_core", peaks->int8_gmacs_per_core}, {"bf16_gmacs_per_core", peaks->bf16_gmacs_per_core},
+                  {"f32_gmacs_per_core", peaks->f32_gmacs_per_core}, {"dram_gbps", peaks->dram_gbps},
+                  {"dram_gbps_per_core", peaks->dram_gbps_per_core}, {"sync_us", peaks->sync_us}, {"how", peaks->how}};
+  OrderedJson& list = j["entries"] = OrderedJson::array();
   for (const auto& e : entries) {
-    j.begin_object();
-    j.field("shape", e.shape.key()).field("op", op_kind_name(e.shape.kind));
-    j.field("wtype", tensor_type_info(e.shape.wtype).name);
-    j.field("m", (long long)e.shape.m).field("n", (long long)e.shape.n).field("k", (long long)e.shape.k);
-    j.field("runner", e.runner);
-    j.key("best").begin_object();
-    write_measurement(j, e.best);
-    j.end_object();
-    j.key("rejected").begin_array();
+    OrderedJson ej;
+    ej["shape"] = e.shape.key();
+    ej["op"] = op_kind_name(e.shape.kind);
+    ej["wtype"] = tensor_type_info(e.shape.wtype).name;
+    ej["m"] = e.shape.m, ej["n"] = e.shape.n, ej["k"] = e.shape.k;
+    ej["runner"] = e.runner;
+    write_measurement(ej["best"], e.best);
+    OrderedJson& rej = ej["rejected"] = OrderedJson::array();
     for (const auto& r : e.rejected) {
-      j.begin_object();
-      write_measurement(j, r.measured);
-      j.field("ratio", r.ratio);
-      j.end_object();
+      OrderedJson rj;
+      write_measurement(rj, r.measured);
+      rj["ratio"] = r.ratio;
+      rej.push_back(std::move(rj));
     }
-    j.end_array();
-    j.end_object();
+    list.push_back(std::move(ej));
   }
-  j.end_array();
-  j.end_object();
-  return j.str() + "\n";
+  return dump_json(j) + "\n";
 }
 
 Profile parse_profile(const std::string& text) {
@@ -236,7 +224,7 @@ Profile parse_profile(const std::string& text) {
   p.machine = read_identity(doc.at("machine", w));
   if (doc.at("machine_key", w).as_string(w + ".machine_key") != p.machine.key())
     throw Error("machine_key does not match the machine fields (edited or corrupt file)");
-  if (const JsonValue* pk = doc.find("peaks")) {
+  if (const auto pk = doc.find("peaks")) {
     const std::string wp = w + ".peaks";
     auto rate = [&](const char* name) {
       double d = pk->at(name, wp).as_number(wp + "." + name);
@@ -256,7 +244,7 @@ Profile parse_profile(const std::string& text) {
   const auto& entries = doc.at("entries", w).as_array(w + ".entries");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string we = w + ".entries[" + std::to_string(i) + "]";
-    const JsonValue& v = entries[i];
+    const JsonValue v = entries[i];
     ProfileEntry e;
     e.shape.kind = parse_op_kind(v.at("op", we).as_string(we + ".op"));
     e.shape.wtype = parse_tensor_type(v.at("wtype", we).as_string(we + ".wtype"));

@@ -11,7 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/gguf/gguf_writer.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "runtime/synth/random_tensor.h"
 #include "runtime/synth/synth_init.h"
 #include "runtime/tokenizer/hf_tokenizer_json.h"
@@ -50,7 +50,7 @@ Tokenizer load_tokenizer(const std::string& dir, int64_t n_vocab) {
   }
   JsonValue config = parse_json_file((fs::path(dir) / "tokenizer_config.json").string());
   t.chat_template = config.at("chat_template").as_string("chat_template");
-  if (const JsonValue* pad = config.find("pad_token"); pad && !pad->is_null()) {
+  if (const auto pad = config.find("pad_token"); pad && !pad->is_null()) {
     const std::string& text = pad->is_object() ? pad->at("content").as_string("pad_token") : pad->as_string("pad_token");
     auto it = std::find(t.vocab.tokens.begin(), t.vocab.tokens.end(), text);
     if (it != t.vocab.tokens.end()) t.pad_id = int32_t(it - t.vocab.tokens.begin());

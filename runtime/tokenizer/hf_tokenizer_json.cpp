@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 
 namespace ckjit::tok {
 namespace {
@@ -17,13 +17,13 @@ constexpr std::string_view kQwen2Regex =
 // The pre-tokenizer must be the Qwen2 split (the only one this runtime implements); llama.cpp's
 // converter identifies it by hashing tokenizer outputs, we check the regex text directly.
 void check_pre_tokenizer(const JsonValue& root) {
-  const JsonValue* pre = root.find("pre_tokenizer");
+  const auto pre = root.find("pre_tokenizer");
   bool found = false;
   if (pre && pre->is_object())
-    if (const JsonValue* list = pre->find("pretokenizers"); list && list->is_array())
+    if (const auto list = pre->find("pretokenizers"); list && list->is_array())
       for (const JsonValue& p : list->as_array())
-        if (const JsonValue* pat = p.find("pattern"))
-          if (const JsonValue* re = pat->find("Regex"); re && re->is_string() && re->as_string() == kQwen2Regex)
+        if (const auto pat = p.find("pattern"))
+          if (const auto re = pat->find("Regex"); re && re->is_string() && re->as_string() == kQwen2Regex)
             found = true;
   if (!found) throw Error("tokenizer.json: the pre-tokenizer is not Qwen2's split regex");
 }
@@ -37,11 +37,11 @@ std::string read_file(const std::string& path) {
 }
 
 // A special-token entry of tokenizer_config.json: a string or {"content": ...}.
-const std::string* token_content(const JsonValue* v) {
+const std::string* token_content(const std::optional<JsonValue>& v) {
   if (!v) return nullptr;
   if (v->is_string()) return &v->as_string();
   if (v->is_object())
-    if (const JsonValue* c = v->find("content"); c && c->is_string()) return &c->as_string();
+    if (const auto c = v->find("content"); c && c->is_string()) return &c->as_string();
   return nullptr;
 }
 
@@ -71,12 +71,12 @@ TokenizerVocab vocab_from_hf_json(std::string_view tokenizer_json, std::string_v
     max_id = std::max(max_id, i);
   }
   std::unordered_map<int64_t, bool> added;  // id -> HF "special"
-  if (const JsonValue* list = root.find("added_tokens"))
+  if (const auto list = root.find("added_tokens"))
     for (const JsonValue& t : list->as_array("added_tokens")) {
       const int64_t i = t.at("id").as_int("added token id");
       if (i < 0 || i > 0x7FFFFFFE) throw Error("tokenizer.json: added token id out of range");
       by_id[i] = t.at("content").as_string("added token content");
-      const JsonValue* special = t.find("special");
+      const auto special = t.find("special");
       added[i] = special && special->as_bool("added token special");
       max_id = std::max(max_id, i);
     }
@@ -124,8 +124,8 @@ TokenizerVocab vocab_from_hf_json(std::string_view tokenizer_json, std::string_v
       if (int32_t id = id_of(*bos); id >= 0) v.bos_id = id;
     if (const std::string* eos = token_content(cfg.find("eos_token")))
       if (int32_t id = id_of(*eos); id >= 0) v.eos_id = id;
-    if (const JsonValue* b = cfg.find("add_bos_token"); b && !b->is_null()) v.add_bos = b->as_bool("add_bos_token");
-    if (const JsonValue* e = cfg.find("add_eos_token"); e && !e->is_null()) v.add_eos = e->as_bool("add_eos_token");
+    if (const auto b = cfg.find("add_bos_token"); b && !b->is_null()) v.add_bos = b->as_bool("add_bos_token");
+    if (const auto e = cfg.find("add_eos_token"); e && !e->is_null()) v.add_eos = e->as_bool("add_eos_token");
   }
   if (v.add_bos && v.bos_id < 0) v.add_bos = false;
   return v;

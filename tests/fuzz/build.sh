@@ -17,7 +17,7 @@ GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
 declare -A SOURCES=(
   [gguf_reader]="${GGUF[*]}"
   [image]="$(echo "$ROOT"/runtime/image/*.cpp) $OUT/stb_image_impl.o"
-  [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json_reader.cpp") ${GGUF[*]}"
+  [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]}"
 )

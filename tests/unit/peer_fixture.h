@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 
 namespace peer_fixture {
 

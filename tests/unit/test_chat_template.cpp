@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "tests/unit/tokenizer_fixture.h"
 
@@ -24,7 +24,7 @@ TEST_CASE("Qwen3 hybrid chat rendering equals the Jinja template's") {
     std::vector<ChatMessage> messages;
     for (const auto& m : j.at("messages").as_array()) {
       ChatMessage cm{m.at("role").as_string(), m.at("content").as_string(), std::nullopt};
-      if (const auto* r = m.find("reasoning_content")) cm.reasoning_content = r->as_string();
+      if (const auto r = m.find("reasoning_content")) cm.reasoning_content = r->as_string();
       messages.push_back(cm);
     }
     ChatOptions o;

@@ -53,7 +53,7 @@
 #include "cli_run.h"
 #include "peer_fixture.h"
 #include "runtime/gguf/gguf_reader.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "runtime/logits_compare.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -147,7 +147,7 @@ Fixture load_fixture(const std::string& name) {
     p.isa = r.at("isa").as_string();
     peer_fixture::read_top(r.at("tbt_top"), p.ids, p.tbt);
     REQUIRE_MESSAGE(p.ids.size() == f.forced.size(), name << " [" << p.isa << "]: tbt_top is not one row per forced step");
-    if (const JsonValue* b = r.find("batched")) {
+    if (const auto b = r.find("batched")) {
       for (const auto& step : b->as_array()) {
         p.batched.emplace_back();
         for (const auto& v : step.as_array()) p.batched.back().push_back(float(v.as_number()));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "runtime/tokenizer/unicode.h"
 #include "runtime/tokenizer/utf8_stream.h"
 #include "tests/unit/tokenizer_fixture.h"

@@ -15,7 +15,7 @@
 #include "jit/planner/task_grid.h"
 #include "jit/planner/tuner.h"
 #include "runtime/error.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "jit/planner/profile.h"
 #include "topology/machine.h"
 

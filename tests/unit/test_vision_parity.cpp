@@ -53,7 +53,7 @@
 #include "graph/session.h"
 #include "graph/text_model.h"
 #include "runtime/gguf/gguf_reader.h"
-#include "runtime/json_reader.h"
+#include "runtime/json.h"
 #include "runtime/logits_compare.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "runtime/tokenizer/tokenizer.h"

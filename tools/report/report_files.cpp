@@ -1,4 +1,4 @@
-// The machine-readable files of `ckjit run --report`: JSON through the project's JsonWriter, CSV
+// The machine-readable files of `ckjit run --report`: JSON through nlohmann-json (runtime/json.h), CSV
 // with every text field quoted (kernel specs hold commas).
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "runtime/error.h"
-#include "runtime/json_writer.h"
+#include "runtime/json.h"
 #include "tools/report/run_report.h"
 
 namespace ckjit::report {
@@ -84,39 +84,38 @@ OpRate op_rate(const OpProfile::CallRecord& c, const Peaks& p) {
 }
 
 std::string machine_json(const RunReport& r) {
-  JsonWriter w;
-  w.begin_object().field("name", r.machine_name).field("threads", r.threads).end_object();
-  std::string s = w.str();
-  s.pop_back();  // the whole machine value, as `ckjit info --json` prints it
-  return s + ",\"machine\":" + (r.machine_json.empty() ? "null" : r.machine_json) + "}\n";
+  OrderedJson j = {{"name", r.machine_name}, {"threads", r.threads}};
+  // The whole machine value, as `ckjit info --json` prints it.
+  j["machine"] = r.machine_json.empty() ? OrderedJson(nullptr) : OrderedJson::parse(r.machine_json);
+  return dump_json(j) + "\n";
 }
 
 std::string phases_json(const RunReport& r) {
-  JsonWriter w;
-  w.begin_object().field("threads", r.threads).key("phases").begin_array();
+  OrderedJson j;
+  j["threads"] = r.threads;
+  OrderedJson& phases = j["phases"] = OrderedJson::array();
   for (const PhaseTime& p : r.phases) {
-    w.begin_object().field("name", p.name).field("measured", p.measured);
-    if (p.measured) w.field("ms", p.ms);
-    w.field("count", (long long)p.count).field("unit", p.unit).field("note", p.note).end_object();
+    OrderedJson pj = {{"name", p.name}, {"measured", p.measured}};
+    if (p.measured) pj["ms"] = p.ms;
+    pj["count"] = p.count, pj["unit"] = p.unit, pj["note"] = p.note;
+    phases.push_back(std::move(pj));
   }
-  w.end_array();
   if (r.profile) {
     // The op profile's sums per phase: what ops.csv adds up to.
-    w.key("profiled").begin_array();
+    OrderedJson& prof = j["profiled"] = OrderedJson::array();
     for (int pi = 0; pi < kPhases; ++pi) {
       const auto t = r.profile->totals(Phase(pi));
       if (t.total.calls == 0) continue;
-      w.begin_object().field("phase", phase_name(Phase(pi))).field("ms", t.total.ms).field("op_calls", (long long)t.total.calls)
-          .field("rows", (long long)t.rows).field("macs", t.total.macs).field("weight_bytes", t.total.bytes).end_object();
+      prof.push_back({{"phase", phase_name(Phase(pi))}, {"ms", t.total.ms}, {"op_calls", t.total.calls}, {"rows", t.rows},
+                      {"macs", t.total.macs}, {"weight_bytes", t.total.bytes}});
     }
-    w.end_array();
   }
-  w.key("peaks").begin_object().field("measured", r.peaks.measured);
-  if (r.peaks.measured)
-    w.field("int8_gmacs", r.peaks.int8_gmacs).field("f32_gmacs", r.peaks.f32_gmacs).field("dram_gbs", r.peaks.dram_gbs)
-        .field("threads", r.peaks.threads).field("probe_ms", r.peaks.probe_ms).field("how", r.peaks.how);
-  w.end_object().end_object();
-  return w.str() + "\n";
+  OrderedJson& peaks = j["peaks"] = {{"measured", r.peaks.measured}};
+  if (r.peaks.measured) {
+    peaks["int8_gmacs"] = r.peaks.int8_gmacs, peaks["f32_gmacs"] = r.peaks.f32_gmacs, peaks["dram_gbs"] = r.peaks.dram_gbs;
+    peaks["threads"] = r.peaks.threads, peaks["probe_ms"] = r.peaks.probe_ms, peaks["how"] = r.peaks.how;
+  }
+  return dump_json(j) + "\n";
 }
 
 std::string ops_csv(const RunReport& r) {
@@ -144,24 +143,19 @@ std::string dtypes_csv(const RunReport& r) {
 }
 
 std::string bridge_json(const RunReport& r) {
-  JsonWriter w;
-  w.begin_object().field("n_deepstack", (long long)r.bridge.n_deepstack).field("next_position", (long long)r.bridge.next_position);
-  w.key("segments").begin_array();
+  OrderedJson j = {{"n_deepstack", r.bridge.n_deepstack}, {"next_position", r.bridge.next_position}};
+  OrderedJson& segs = j["segments"] = OrderedJson::array();
+  auto pos = [](const Thw& p) { return OrderedJson{{"t", p.t}, {"h", p.h}, {"w", p.w}}; };
   for (const Segment& s : r.bridge.segments) {
-    auto pos = [&](const char* k, const Thw& p) {
-      w.key(k).begin_object().field("t", (long long)p.t).field("h", (long long)p.h).field("w", (long long)p.w).end_object();
-    };
-    w.begin_object().field("kind", s.image ? "image" : "text").field("first_row", (long long)s.first_row)
-        .field("last_row", (long long)(s.first_row + s.n_rows - 1)).field("rows", (long long)s.n_rows);
-    pos("first_position", s.first);
-    pos("last_position", s.last);
-    if (s.image)
-      w.key("grid").begin_object().field("w", (long long)s.grid_w).field("h", (long long)s.grid_h).end_object()
-          .field("deepstack_slices", (long long)r.bridge.n_deepstack);
-    w.end_object();
+    OrderedJson sj = {{"kind", s.image ? "image" : "text"}, {"first_row", s.first_row}, {"last_row", s.first_row + s.n_rows - 1},
+                      {"rows", s.n_rows}, {"first_position", pos(s.first)}, {"last_position", pos(s.last)}};
+    if (s.image) {
+      sj["grid"] = {{"w", s.grid_w}, {"h", s.grid_h}};
+      sj["deepstack_slices"] = r.bridge.n_deepstack;
+    }
+    segs.push_back(std::move(sj));
   }
-  w.end_array().end_object();
-  return w.str() + "\n";
+  return dump_json(j) + "\n";
 }
 
 std::string check_report_dir(const std::string& dir) {
