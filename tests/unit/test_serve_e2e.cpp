@@ -102,6 +102,37 @@ void check_completion_shape(const json& j, const std::string& model, int max_tok
   if (fr == "length") CHECK(u["completion_tokens"].get<int>() == max_tokens);
 }
 
+// A request sent on a raw socket that is left open (the caller closes it: a client that goes away
+// without reading); -1 if it cannot connect.
+int send_and_hold(int port, const std::string& body) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Waits (bounded) until the unlabelled metric has the value.
+bool wait_metric(const Server& s, const std::string& name, double value) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30 * serve_test::slow_factor());
+  while (std::chrono::steady_clock::now() < end) {
+    if (metric(s, name) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // Sends a streaming request on a raw socket, reads until the first content piece, then closes the
 // socket (a client that goes away mid-stream). Returns what was read.
 std::string stream_then_drop(int port, const std::string& body) {
@@ -280,6 +311,33 @@ TEST_CASE("serve e2e: two concurrent requests with parallel 2 both succeed and a
   CHECK(spent >= 2);
   CHECK(spent < 400);
   auto after = post(s, text_body("Still there?", 3));
+  REQUIRE(after);
+  CHECK(after->status == 200);
+  CHECK(s.process().stop() == 0);
+}
+
+TEST_CASE("serve e2e: a non-streamed client that goes away while queued or while generating frees its place and its session") {
+  Server s({"-c", "4096", "--max-tokens-limit", "3000"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  json longer = text_body("Go on forever", 3000, 2);
+  longer["ignore_eos"] = true;
+  // The first holds the only session; the second waits in line, then its client leaves.
+  const int first = send_and_hold(s.port(), longer.dump());
+  REQUIRE(first >= 0);
+  REQUIRE(wait_metric(s, "ckjit_sessions_busy", 1));
+  const int second = send_and_hold(s.port(), longer.dump());
+  REQUIRE(second >= 0);
+  CHECK(wait_metric(s, "ckjit_queue_depth", 1));
+  ::close(second);
+  CHECK(wait_metric(s, "ckjit_queue_depth", 0));
+  CHECK(metric(s, "ckjit_sessions_busy") == 1);  // the first still generates
+  // The first's client leaves mid-generation: the session is freed long before 3000 tokens.
+  ::close(first);
+  CHECK(wait_metric(s, "ckjit_sessions_busy", 0));
+  const double spent = metric(s, "ckjit_completion_tokens_total");
+  MESSAGE("tokens generated for the abandoned request: " << spent);
+  CHECK(spent < 1000);
+  auto after = post(s, text_body("Next", 3));
   REQUIRE(after);
   CHECK(after->status == 200);
   CHECK(s.process().stop() == 0);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "tools/serve/openai_response.h"
+#include "tools/serve/peer_watch.h"
 #include "tools/serve/server_state.h"
 
 namespace ckjit::serve {
@@ -119,13 +120,14 @@ Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const 
 
 // The streamed answer: waits in line (an SSE comment each second, which also tells a gone client),
 // then one chunk per piece of text, a last chunk with the finish reason and usage, then [DONE].
-void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string prompt, httplib::Response& res) {
-  res.set_chunked_content_provider("text/event-stream", [&st, r, prompt](size_t, httplib::DataSink& sink) {
+void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string prompt, httplib::Response& res, PeerWatch watch) {
+  res.set_chunked_content_provider("text/event-stream", [&st, r, prompt, watch](size_t, httplib::DataSink& sink) mutable {
     const CompletionId id = new_completion_id(st.model_name);
     auto last_ping = Clock::now();
     bool gone = false;
     Lease lease = st.pool->acquire([&] {
       if (st.stopping) return true;
+      if (watch.gone()) return gone = true;
       if (Clock::now() - last_ping < std::chrono::seconds(1)) return false;
       last_ping = Clock::now();
       gone = !sink.write(": waiting for a session\n\n", 25);
@@ -182,11 +184,24 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     if (int64_t(n_text) >= st.n_ctx)
       throw HttpError(400, "invalid_request_error", "context_length_exceeded",
                       "the prompt is " + std::to_string(n_text) + " tokens; the context (-c) is " + std::to_string(st.n_ctx));
-    if (r->stream) return stream(st, r, prompt, res);
-    Lease lease = st.pool->acquire([&] { return st.stopping.load(); });
-    if (!lease) throw HttpError(503, "server_error", "shutting_down", "the server is shutting down");
+    PeerWatch watch(req.remote_port, req.local_port);
+    if (r->stream) return stream(st, r, prompt, res, watch);
+    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); });
+    if (!lease) {
+      if (watch.gone()) {
+        res.status = 499;  // nginx's "client closed request": nobody reads it, /metrics counts it
+        return;
+      }
+      throw HttpError(503, "server_error", "shutting_down", "the server is shutting down");
+    }
     const CompletionId id = new_completion_id(st.model_name);
-    const Outcome o = complete(st, lease.get(), *r, prompt, [](const std::string&) { return true; });
+    // Nothing is written until the end: the client's socket is looked at every few pieces instead.
+    int pieces = 0;
+    const Outcome o = complete(st, lease.get(), *r, prompt, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
+    if (o.client_gone) {
+      res.status = 499;
+      return;
+    }
     res.set_content(completion_json(id, o.content, o.finish, o.usage).dump(-1, ' ', false, json::error_handler_t::replace),
                     "application/json");
   } catch (const HttpError& e) {
