@@ -238,8 +238,8 @@ TEST_CASE("serve e2e: text and image completions with the OpenAI shape and the i
   CHECK(s.log().find("stopped") != std::string::npos);
 }
 
-TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish and usage then DONE") {
-  Server s({});
+TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish and usage then DONE and stop strings cut the text") {
+  Server s({"--image-cache-mb", "0.05"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   json body = text_body("Stream me", 5, 9);
   auto plain = post(s, body);
@@ -273,6 +273,58 @@ TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the 
   CHECK(last["usage"] == pj["usage"]);
   // The streamed pieces join into the non-streamed text (same seed).
   CHECK(text == pj["choices"][0]["message"]["content"]);
+
+  // A stop string taken from the text itself (the second piece: whole characters): the answer is
+  // the text before its first occurrence, without it, finish "stop"; streamed the same.
+  json longer = text_body("Stop me", 12, 21);
+  longer["ignore_eos"] = true;
+  longer["stream"] = true;
+  auto full = post(s, longer);
+  REQUIRE(full);
+  std::vector<std::string> pieces;
+  for (const std::string& e : sse_events(full->body))
+    if (e != "[DONE]" && json::parse(e)["choices"][0]["delta"].contains("content")) pieces.push_back(json::parse(e)["choices"][0]["delta"]["content"]);
+  std::string whole;
+  for (const auto& p : pieces) whole += p;
+  REQUIRE(pieces.size() >= 3);  // the role chunk's "" and at least two pieces
+  const std::string stop = pieces[2].empty() ? pieces[1] : pieces[2];
+  REQUIRE_FALSE(stop.empty());
+  const std::string expect = whole.substr(0, whole.find(stop));
+  longer["stop"] = json::array({stop, "\x01never"});
+  longer["stream"] = false;
+  auto stopped = post(s, longer);
+  REQUIRE(stopped);
+  const json sj = json::parse(stopped->body);
+  CHECK(sj["choices"][0]["message"]["content"] == expect);
+  CHECK(sj["choices"][0]["finish_reason"] == "stop");
+  CHECK(sj["usage"]["completion_tokens"].get<int>() < 12);
+  longer["stream"] = true;
+  auto stopped_stream = post(s, longer);
+  REQUIRE(stopped_stream);
+  std::string streamed;
+  std::string finish;
+  for (const std::string& e : sse_events(stopped_stream->body)) {
+    if (e == "[DONE]") continue;
+    const json c = json::parse(e);
+    if (c["choices"][0]["delta"].contains("content")) streamed += c["choices"][0]["delta"]["content"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+  }
+  CHECK(streamed == expect);
+  CHECK(finish == "stop");
+
+  // The image cache holds one image's rows (36 KiB) in its 0.05 MiB: a second image evicts the first.
+  auto a1 = post(s, image_body(image("square-64.png")));
+  auto b1 = post(s, image_body(image("grey-96x80.png")));
+  auto a2 = post(s, image_body(image("square-64.png")));
+  REQUIRE(a1);
+  REQUIRE(b1);
+  REQUIRE(a2);
+  CHECK(a2->status == 200);
+  CHECK(metric(s, "ckjit_image_cache_misses_total") == 3);
+  CHECK(metric(s, "ckjit_image_cache_hits_total") == 0);
+  CHECK(metric(s, "ckjit_image_cache_evictions_total") == 2);
+  CHECK(metric(s, "ckjit_image_cache_entries") == 1);
+  CHECK(metric(s, "ckjit_image_cache_bytes") <= 0.05 * 1024 * 1024);
   CHECK(s.process().stop() == 0);
 }
 
