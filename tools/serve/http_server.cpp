@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -110,6 +111,12 @@ int run_server(const ServerOptions& o) {
     httplib::Server svr;
     const int workers = o.http_threads > 0 ? o.http_threads : std::max(8, 4 * o.parallel + 4);
     svr.new_task_queue = [workers] { return new httplib::ThreadPool(size_t(workers)); };
+    // httplib's default also sets SO_REUSEPORT, which lets a second server share a busy port
+    // silently: only SO_REUSEADDR here, so a port in use is an error.
+    svr.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     svr.set_payload_max_length(size_t(o.max_body_mb * 1024 * 1024));
     svr.set_read_timeout(30, 0);
     svr.set_write_timeout(30, 0);
