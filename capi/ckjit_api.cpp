@@ -7,12 +7,16 @@
 #include <fstream>
 #include <new>
 
+#include <stb_image.h>
+
 #include "capi/handles.h"
 #include "graph/bridge.h"
 #include "graph/generate.h"
 #include "jit/isa_select.h"
 #include "jit/planner/profile.h"
 #include "runtime/error.h"
+#include "runtime/image/image.h"
+#include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "topology/memory.h"
 #include "vision/image_input.h"
@@ -99,6 +103,12 @@ T read_params(const T* given, void (*defaults)(T*)) {
   return p;
 }
 
+std::vector<graph::ImageRows> image_rows(const std::vector<std::shared_ptr<const vision::ImageEmbedding>>& images) {
+  std::vector<graph::ImageRows> out;
+  for (const auto& e : images) out.push_back({e->nx, e->ny, e->row_width, e->rows.data()});
+  return out;
+}
+
 void check_readable(const char* path, const char* what) {
   std::ifstream f(path, std::ios::binary);
   if (!f) raise(CKJIT_ERR_IO, std::string("cannot open ") + what + " '" + path + "'");
@@ -113,7 +123,7 @@ const topo::Machine& machine() {
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.1.0"; }
+const char* ckjit_version(void) { return "0.2.0"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   switch (s) {
@@ -367,25 +377,49 @@ ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text) {
 }
 
 namespace {
-// Decodes, preprocesses and encodes one image into the pending prompt.
+// Decodes, preprocesses and encodes one image with the session's pool (the caller's guard catches).
+std::shared_ptr<const vision::ImageEmbedding> encode_image(ckjit_session* s,
+                                                           const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
+  if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
+  const auto t0 = Clock::now();
+  vision::PreparedImage im = prepare(s->core->vision->preprocess_params(s->params.image_min_tokens, s->params.image_max_tokens));
+  try {
+    topo::require_memory(s->core->vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name, "lower image_max_tokens");
+  } catch (const Error& e) {
+    raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
+  }
+  auto rows = std::make_shared<const vision::ImageEmbedding>(s->core->vision->encode(*s->pool, im.pixels));
+  s->timings.encode_ms += ms_since(t0);
+  return rows;
+}
+
+void push_image(ckjit_session* s, std::shared_ptr<const vision::ImageEmbedding> rows) {
+  s->images.push_back(std::move(rows));
+  s->parts.emplace_back();
+  s->part_is_image.push_back(true);
+}
+
+// Encodes one image into the pending prompt.
 ckjit_status add_image(ckjit_session* session, const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     ckjit_session* s = session_of(session);
-    if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
-    const auto t0 = Clock::now();
-    vision::PreparedImage im = prepare(s->core->vision->preprocess_params(s->params.image_min_tokens, s->params.image_max_tokens));
-    try {
-      topo::require_memory(s->core->vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name, "lower image_max_tokens");
-    } catch (const Error& e) {
-      raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
-    }
-    s->images.push_back(s->core->vision->encode(*s->pool, im.pixels));
-    s->timings.encode_ms += ms_since(t0);
-    s->parts.emplace_back();
-    s->part_is_image.push_back(true);
+    push_image(s, encode_image(s, prepare));
     return CKJIT_OK;
   });
+}
+
+vision::PreparedImage prepare_bytes(const void* data, size_t size, const image::PreprocessParams& pp) {
+  need(data, "data");
+  if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
+  return vision::prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", pp);
+}
+
+const ckjit_image* image_of(const ckjit_image* im) {
+  if (!im) raise(CKJIT_ERR_INVALID_ARGUMENT, "the image handle is NULL");
+  if (!capi::live_handle(im, Kind::image))
+    raise(CKJIT_ERR_BAD_HANDLE, "not a live image handle (freed, or not from ckjit_image_encode_bytes)");
+  return im;
 }
 }  // namespace
 
@@ -398,10 +432,98 @@ ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* pa
 }
 
 ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size) {
-  return add_image(session, [&](const image::PreprocessParams& pp) {
+  return add_image(session, [&](const image::PreprocessParams& pp) { return prepare_bytes(data, size, pp); });
+}
+
+ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height) {
+  if (width) *width = 0;
+  if (height) *height = 0;
+  return guarded(nullptr, CKJIT_ERR_BAD_IMAGE, [&] {
     need(data, "data");
-    if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
-    return vision::prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", pp);
+    need(width, "width");
+    need(height, "height");
+    const std::span<const uint8_t> b(static_cast<const uint8_t*>(data), size);
+    // Only the formats decode() accepts (stb alone would also read GIF, PSD, ... headers).
+    if (size == 0 || image::sniff_format(b) == image::Format::Unknown)
+      raise(CKJIT_ERR_BAD_IMAGE, "not a PNG, JPEG or BMP image");
+    if (size > size_t(INT32_MAX)) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is over 2 GiB");
+    int w = 0, h = 0, c = 0;
+    if (!stbi_info_from_memory(b.data(), int(size), &w, &h, &c))
+      raise(CKJIT_ERR_BAD_IMAGE, std::string("unreadable image header (") + stbi_failure_reason() + ")");
+    *width = w, *height = h;
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out) {
+  if (out) *out = nullptr;
+  capi::ErrorSlot* slot = slot_of(session);
+  return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
+    need(out, "out");
+    ckjit_session* s = session_of(session);
+    auto rows = encode_image(s, [&](const image::PreprocessParams& pp) { return prepare_bytes(data, size, pp); });
+    auto* im = new ckjit_image{s->core, std::move(rows)};
+    capi::register_handle(im, Kind::image);
+    *out = im;
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_session_add_image(ckjit_session* session, const ckjit_image* image) {
+  capi::ErrorSlot* slot = slot_of(session);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    const ckjit_image* im = image_of(image);
+    if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
+    if (im->core != s->core) raise(CKJIT_ERR_INVALID_ARGUMENT, "the image was encoded for another model");
+    push_image(s, im->rows);
+    return CKJIT_OK;
+  });
+}
+
+void ckjit_image_free(ckjit_image* im) {
+  // Unregistered first and only once: a second free of the same pointer finds it dead.
+  if (!im || !capi::take_handle(im, Kind::image)) return;
+  delete im;
+}
+
+int64_t ckjit_image_n_rows(const ckjit_image* im) {
+  if (!im || !capi::live_handle(im, Kind::image)) return 0;
+  return im->rows->n_rows();
+}
+
+size_t ckjit_image_bytes(const ckjit_image* im) {
+  if (!im || !capi::live_handle(im, Kind::image)) return 0;
+  return im->rows->rows.size() * sizeof(float);
+}
+
+ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_chat_message* messages, size_t n_messages,
+                               int32_t add_generation_prompt, char* buf, size_t size, size_t* needed) {
+  capi::ErrorSlot* slot = slot_of(model);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    const ckjit_model* m = model_of(model);
+    need(needed, "needed");
+    if (n_messages > 0) need(messages, "messages");
+    if (size > 0) need(buf, "buf");
+    std::vector<tok::ChatMessage> msgs;
+    for (size_t i = 0; i < n_messages; ++i) {
+      if (!messages[i].role || !messages[i].content)
+        raise(CKJIT_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
+      msgs.push_back({messages[i].role, messages[i].content, std::nullopt});
+    }
+    tok::ChatOptions co;
+    co.add_generation_prompt = add_generation_prompt != 0;
+    const gguf::GgufFile& file = *m->core->file;
+    try {
+      if (file.has("tokenizer.chat_template")) co.style = tok::chat_style_from_template(file.get_string("tokenizer.chat_template"));
+    } catch (const Error& e) {
+      raise(CKJIT_ERR_UNSUPPORTED, e.what());
+    }
+    const std::string text = tok::render_chat(msgs, co);
+    *needed = text.size() + 1;
+    if (size < text.size() + 1) raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the chat needs " + std::to_string(text.size() + 1) + " bytes");
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    return CKJIT_OK;
   });
 }
 
@@ -449,7 +571,7 @@ ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params*
     try {
       if (!s->images.empty()) {
         const graph::BridgePrompt bridge =
-            graph::build_bridge_prompt(*core.tok, graph::prompt_text(*core.file, po), vision::image_rows(s->images),
+            graph::build_bridge_prompt(*core.tok, graph::prompt_text(*core.file, po), image_rows(s->images),
                                        core.text->hparams().n_embd, core.text->hparams().n_deepstack, s->session->next_position());
         if (bridge.batch.size() >= room)
           raise(CKJIT_ERR_CONTEXT_FULL, "the prompt is " + std::to_string(bridge.batch.size()) + " rows; the context has room for " +

@@ -28,6 +28,14 @@ void unregister_handle(const void* h) {
   live().erase(h);
 }
 
+bool take_handle(const void* h, Kind k) {
+  std::lock_guard<std::mutex> l(g_mu);
+  auto it = live().find(h);
+  if (it == live().end() || it->second != k) return false;
+  live().erase(it);
+  return true;
+}
+
 bool live_handle(const void* h, Kind k) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = live().find(h);

@@ -60,20 +60,29 @@ struct ckjit_session {
   // `parts` stands for the next image).
   std::vector<std::string> parts;
   std::vector<bool> part_is_image;
-  std::vector<ckjit::vision::ImageEmbedding> images;
+  // Shared with ckjit_image handles (and so with other sessions' prompts): rows are never copied.
+  std::vector<std::shared_ptr<const ckjit::vision::ImageEmbedding>> images;
   void clear_prompt() { parts.clear(), part_is_image.clear(), images.clear(); }
   std::vector<float> logits;
   ckjit_timings timings{};
   ckjit::capi::ErrorSlot error;
 };
 
+// An encoded image: the model it belongs to (rows fit only that text model) and its rows.
+struct ckjit_image {
+  std::shared_ptr<ckjit::capi::ModelCore> core;
+  std::shared_ptr<const ckjit::vision::ImageEmbedding> rows;
+};
+
 namespace ckjit::capi {
 
 // Live handles by address and kind: registered on creation, unregistered before deletion, looked
 // up by every call (a model handle passed as a session is "foreign").
-enum class Kind { model, session };
+enum class Kind { model, session, image };
 void register_handle(const void* h, Kind k);
 void unregister_handle(const void* h);
 bool live_handle(const void* h, Kind k);
+// Unregisters h if it is a live handle of kind k, atomically (true: the caller now owns it).
+bool take_handle(const void* h, Kind k);
 
 }  // namespace ckjit::capi

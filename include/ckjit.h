@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define CKJIT_VERSION_MAJOR 0
-#define CKJIT_VERSION_MINOR 1
+#define CKJIT_VERSION_MINOR 2
 #define CKJIT_VERSION_PATCH 0
 
 typedef enum ckjit_status {
@@ -51,8 +51,9 @@ typedef enum ckjit_status {
 
 typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
+typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.1.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.2.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -123,6 +124,42 @@ CKJIT_API ckjit_status ckjit_session_reset(ckjit_session* session);
 CKJIT_API ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text);
 CKJIT_API ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* path);
 CKJIT_API ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size);
+
+/* ---- encoded images (since 0.2) ----
+ * An image encoded once and added to any number of prompts, of any session on the same model (a
+ * server's cache of encoded images). The rows are shared and reference counted: freeing the handle
+ * while a session's pending prompt still holds the image is safe. A handle may be read and added
+ * from several threads at once. */
+
+/* The width and height an image's header claims (PNG, JPEG or BMP), without decoding its pixels:
+ * a caller's pixel limit before any decoding. Not an image or a header too short: CKJIT_ERR_BAD_IMAGE. */
+CKJIT_API ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height);
+/* Decodes, preprocesses (the session's image_min_tokens / image_max_tokens) and encodes an image
+ * with the session's worker threads. On success *out is a new handle, else NULL. */
+CKJIT_API ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out);
+/* Adds an encoded image to the session's pending prompt (as ckjit_session_add_image_bytes does,
+ * without encoding). The image must come from a session of the same model. */
+CKJIT_API ckjit_status ckjit_session_add_image(ckjit_session* session, const ckjit_image* image);
+/* NULL or a handle already freed is a no-op. */
+CKJIT_API void ckjit_image_free(ckjit_image* image);
+/* The rows the image takes in a prompt, and the bytes its rows hold; 0 for a bad handle. */
+CKJIT_API int64_t ckjit_image_n_rows(const ckjit_image* image);
+CKJIT_API size_t ckjit_image_bytes(const ckjit_image* image);
+
+/* ---- chat (since 0.2) ---- */
+
+typedef struct ckjit_chat_message {
+  const char* role;    /* "system", "user", "assistant" or "tool" */
+  const char* content; /* may hold "<__media__>" markers where images go */
+} ckjit_chat_message;
+
+/* A conversation in the model's chat template (the GGUF's tokenizer.chat_template style),
+ * NUL-terminated in buf; with add_generation_prompt the assistant's turn is opened. *needed gets
+ * the bytes needed including the NUL (CKJIT_ERR_BUFFER_TOO_SMALL when size is less). Give the
+ * result to ckjit_session_add_text and generate with chat = 0. An unknown role or no message:
+ * CKJIT_ERR_INVALID_ARGUMENT. */
+CKJIT_API ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_chat_message* messages, size_t n_messages,
+                                         int32_t add_generation_prompt, char* buf, size_t size, size_t* needed);
 
 /* Called with each generated token and the text it completes (whole UTF-8 characters; may be "");
  * return non-zero to stop generating. */

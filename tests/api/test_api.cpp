@@ -86,7 +86,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.1.0");
+  CHECK(std::string(ckjit_version()) == "0.2.0");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);
@@ -367,6 +367,185 @@ TEST_CASE("api: broken images or an image without a vision tower or a prompt ove
   CHECK(ckjit_session_add_image_file(s, image_path("square-64.png").c_str()) == CKJIT_ERR_NO_VISION);
   ckjit_session_free(s);
   ckjit_model_free(text_only);
+}
+
+// Generates n tokens from a session whose prompt is already added.
+std::vector<int32_t> gen(ckjit_session* s, int n = 4) {
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = n;
+  gp.ignore_eos = 1;
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  size_t got = 0;
+  REQUIRE_MESSAGE(ckjit_generate(s, &gp, out.data(), out.size(), &got) == CKJIT_OK, ckjit_session_last_error(s));
+  out.resize(got);
+  return out;
+}
+
+TEST_CASE("api: image_info reads the header's size and refuses what is not an image") {
+  const std::vector<char> png = bytes_of(image_path("wide-200x48.png"));
+  int32_t w = -1, h = -1;
+  REQUIRE(ckjit_image_info(png.data(), png.size(), &w, &h) == CKJIT_OK);
+  CHECK(w == 200);
+  CHECK(h == 48);
+  const std::vector<char> jpg = bytes_of(image_path("big-640x480.jpg"));
+  REQUIRE(ckjit_image_info(jpg.data(), jpg.size(), &w, &h) == CKJIT_OK);
+  CHECK(w == 640);
+  CHECK(h == 480);
+  const char junk[] = "GIF89a is not one of ours, nor is this";
+  CHECK(ckjit_image_info(junk, sizeof junk, &w, &h) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(w == 0);
+  CHECK(std::strlen(ckjit_last_error()) > 0);
+  CHECK(ckjit_image_info(png.data(), 10, &w, &h) == CKJIT_ERR_BAD_IMAGE);  // the signature and no header
+  CHECK(ckjit_image_info(png.data(), 0, &w, &h) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(ckjit_image_info(nullptr, 10, &w, &h) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_image_info(png.data(), png.size(), nullptr, &h) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_image_info(png.data(), png.size(), &w, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("api: an encoded image handle gives the tokens of add_image_bytes and outlives its free in a prompt") {
+  ckjit_model* m = load(true, 1);
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_image_bytes(s, png.data(), png.size()) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Describe") == CKJIT_OK);
+  const std::vector<int32_t> want = gen(s);
+  REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
+
+  ckjit_image* im = nullptr;
+  REQUIRE_MESSAGE(ckjit_image_encode_bytes(s, png.data(), png.size(), &im) == CKJIT_OK, ckjit_session_last_error(s));
+  REQUIRE(im != nullptr);
+  CHECK(ckjit_image_n_rows(im) == 9);  // 64 x 64 -> the 96 x 96 canvas -> 3 x 3 rows
+  CHECK(ckjit_image_bytes(im) == size_t(9) * 256 * 4 * sizeof(float));  // tiny: n_embd 256, 1 + 3 deepstack
+  ckjit_timings t;
+  REQUIRE(ckjit_session_timings(s, &t) == CKJIT_OK);
+  CHECK(t.encode_ms > 0);
+  REQUIRE(ckjit_session_add_image(s, im) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Describe") == CKJIT_OK);
+  ckjit_image_free(im);  // the pending prompt still holds the rows
+  CHECK(ckjit_image_n_rows(im) == 0);
+  CHECK(ckjit_image_bytes(im) == 0);
+  CHECK(gen(s) == want);
+  ckjit_image_free(im);  // a second free is a no-op
+  ckjit_image_free(nullptr);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: image handles refuse NULL and freed and foreign handles and images of another model") {
+  ckjit_model* m = load();
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  int sentinel = 0;
+  ckjit_image* im = reinterpret_cast<ckjit_image*>(&sentinel);  // must be cleared on failure
+  CHECK(ckjit_image_encode_bytes(nullptr, png.data(), png.size(), &im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(im == nullptr);
+  CHECK(ckjit_image_encode_bytes(reinterpret_cast<ckjit_session*>(m), png.data(), png.size(), &im) == CKJIT_ERR_BAD_HANDLE);
+  CHECK(ckjit_image_encode_bytes(s, png.data(), png.size(), nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_image_encode_bytes(s, nullptr, 5, &im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_image_encode_bytes(s, png.data(), png.size() / 2, &im) == CKJIT_ERR_BAD_IMAGE);
+  CHECK(im == nullptr);
+  CHECK(std::strlen(ckjit_session_last_error(s)) > 0);
+  CHECK(ckjit_session_add_image(s, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_add_image(s, reinterpret_cast<const ckjit_image*>(s)) == CKJIT_ERR_BAD_HANDLE);  // a session as an image
+  CHECK(ckjit_image_n_rows(reinterpret_cast<const ckjit_image*>(s)) == 0);
+  ckjit_image_free(reinterpret_cast<ckjit_image*>(s));  // not an image: ignored, the session lives on
+  REQUIRE(ckjit_image_encode_bytes(s, png.data(), png.size(), &im) == CKJIT_OK);
+  CHECK(ckjit_session_add_image(nullptr, im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_add_image(reinterpret_cast<ckjit_session*>(m), im) == CKJIT_ERR_BAD_HANDLE);
+  // An image of another model (same files, another load) is refused; so is one for a text-only model.
+  ckjit_model* other = load();
+  ckjit_session* so = nullptr;
+  REQUIRE(ckjit_session_new(other, nullptr, &so) == CKJIT_OK);
+  CHECK(ckjit_session_add_image(so, im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(so)).find("another model") != std::string::npos);
+  ckjit_session_free(so);
+  ckjit_model_free(other);
+  ckjit_model* text_only = load(false);
+  REQUIRE(ckjit_session_new(text_only, nullptr, &so) == CKJIT_OK);
+  CHECK(ckjit_image_encode_bytes(so, png.data(), png.size(), &im) == CKJIT_ERR_NO_VISION);
+  CHECK(im == nullptr);
+  ckjit_session_free(so);
+  ckjit_model_free(text_only);
+  // A freed handle.
+  REQUIRE(ckjit_image_encode_bytes(s, png.data(), png.size(), &im) == CKJIT_OK);
+  ckjit_image_free(im);
+  CHECK(ckjit_session_add_image(s, im) == CKJIT_ERR_BAD_HANDLE);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: one image handle added to two sessions in two threads gives the tokens of one session") {
+  ckjit_model* m = load(true, 1);
+  const std::vector<char> png = bytes_of(image_path("page-small.png"));
+  ckjit_session *a = nullptr, *b = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &a) == CKJIT_OK);
+  REQUIRE(ckjit_session_new(m, nullptr, &b) == CKJIT_OK);
+  ckjit_image* im = nullptr;
+  REQUIRE(ckjit_image_encode_bytes(a, png.data(), png.size(), &im) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_image(a, im) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(a, "Read the page.") == CKJIT_OK);
+  const std::vector<int32_t> want = gen(a);
+  std::vector<int32_t> ta, tb;
+  auto use = [&](ckjit_session* s, std::vector<int32_t>& out) {
+    if (ckjit_session_reset(s) != CKJIT_OK || ckjit_session_add_image(s, im) != CKJIT_OK ||
+        ckjit_session_add_text(s, "Read the page.") != CKJIT_OK)
+      return;
+    ckjit_generate_params gp;
+    ckjit_generate_params_default(&gp);
+    gp.n_predict = 4;
+    gp.ignore_eos = 1;
+    out.resize(4);
+    size_t got = 0;
+    if (ckjit_generate(s, &gp, out.data(), out.size(), &got) != CKJIT_OK) got = 0;
+    out.resize(got);
+  };
+  std::thread t1([&] { use(a, ta); });
+  std::thread t2([&] { use(b, tb); });
+  t1.join();
+  t2.join();
+  CHECK(ta == want);
+  CHECK(tb == want);
+  ckjit_image_free(im);
+  ckjit_session_free(a);
+  ckjit_session_free(b);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: chat_render gives the model's template with markers kept and refuses bad messages") {
+  ckjit_model* m = load();
+  const ckjit_chat_message msgs[] = {{"system", "Be brief."}, {"user", "What is in <__media__>?"}, {"assistant", "A cat."}, {"user", "Sure?"}};
+  size_t need = 0;
+  CHECK(ckjit_chat_render(m, msgs, 4, 1, nullptr, 0, &need) == CKJIT_ERR_BUFFER_TOO_SMALL);
+  REQUIRE(need > 1);
+  std::string buf(need, '\0');
+  REQUIRE(ckjit_chat_render(m, msgs, 4, 1, buf.data(), buf.size(), &need) == CKJIT_OK);
+  const std::string text(buf.c_str());
+  CHECK(text.size() + 1 == need);
+  CHECK(text.rfind("<|im_start|>system\nBe brief.<|im_end|>\n", 0) == 0);
+  CHECK(text.find("<|im_start|>user\nWhat is in <__media__>?<|im_end|>\n") != std::string::npos);
+  CHECK(text.find("<|im_start|>assistant\nA cat.<|im_end|>\n") != std::string::npos);
+  const std::string tail = "<|im_start|>user\nSure?<|im_end|>\n<|im_start|>assistant\n";
+  CHECK(text.substr(text.size() - tail.size()) == tail);
+  // Without the generation prompt the text ends with the last turn.
+  REQUIRE(ckjit_chat_render(m, msgs, 4, 0, buf.data(), buf.size(), &need) == CKJIT_OK);
+  CHECK(std::string(buf.c_str()).find("assistant\n", std::string(buf.c_str()).size() - 12) == std::string::npos);
+  char small[4];
+  CHECK(ckjit_chat_render(m, msgs, 1, 1, small, sizeof small, &need) == CKJIT_ERR_BUFFER_TOO_SMALL);
+  CHECK(need > sizeof small);
+  const ckjit_chat_message bad_role[] = {{"wizard", "x"}};
+  CHECK(ckjit_chat_render(m, bad_role, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::strlen(ckjit_model_last_error(m)) > 0);
+  const ckjit_chat_message null_content[] = {{"user", nullptr}};
+  CHECK(ckjit_chat_render(m, null_content, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_chat_render(m, msgs, 0, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);  // no message
+  CHECK(ckjit_chat_render(m, nullptr, 2, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_chat_render(m, msgs, 1, 1, buf.data(), buf.size(), nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_chat_render(nullptr, msgs, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_chat_render(reinterpret_cast<ckjit_model*>(&need), msgs, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_BAD_HANDLE);
+  ckjit_model_free(m);
 }
 
 }  // TEST_SUITE

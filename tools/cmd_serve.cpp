@@ -1,0 +1,53 @@
+// `ckjit serve`: an OpenAI-compatible HTTP server (tools/serve/) over libckjit's C API. This file
+// only reads the flags (llama-server's names where it has one) and starts it.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "tools/command.h"
+#include "tools/serve/http_server.h"
+
+namespace po = boost::program_options;
+
+static int serve_main(const std::vector<std::string>& args) {
+  ckjit::serve::ServerOptions o;
+  auto& L = o.limits;
+  bool no_profile = false;
+  po::options_description opts("ckjit serve options");
+  opts.add_options()
+      ("model,m", po::value(&o.model)->required(), "text model GGUF")
+      ("mmproj", po::value(&o.mmproj), "vision projector GGUF (images need it)")
+      ("alias,a", po::value(&o.alias), "the model name clients use (default: the model file's stem)")
+      ("host", po::value(&o.host)->default_value("127.0.0.1"), "address to listen on")
+      ("port", po::value(&o.port)->default_value(8080), "port (0: any free one, printed when listening)")
+      ("parallel", po::value(&o.parallel)->default_value(1), "sessions: requests served at once (the rest wait in line)")
+      ("threads,t", po::value(&o.threads)->default_value(0), "worker threads per session (0: the machine's CPU budget)")
+      ("ctx-size,c", po::value(&o.n_ctx)->default_value(4096), "context per session (tokens); a longer prompt is a 400")
+      ("batch-size,b", po::value(&o.n_batch)->default_value(512), "prefill rows per chunk")
+      ("n-predict,n", po::value(&L.default_max_tokens)->default_value(256), "max_tokens when a request gives none")
+      ("max-tokens-limit", po::value(&L.max_tokens_limit)->default_value(4096), "the largest max_tokens a request may ask (else 400)")
+      ("image-min-tokens", po::value(&o.image_min_tokens)->default_value(0), "fewest rows per image (0: 8)")
+      ("image-max-tokens", po::value(&o.image_max_tokens)->default_value(0), "most rows per image (0: 4096); larger images are resized")
+      ("image-max-pixels", po::value(&L.max_image_pixels)->default_value(L.max_image_pixels), "largest image (width x height from its header) a request may send (else 400)")
+      ("max-images", po::value(&L.max_images)->default_value(L.max_images), "most images per request")
+      ("max-body-mb", po::value(&o.max_body_mb)->default_value(32), "largest request body (else 413)")
+      ("image-cache-mb", po::value(&o.image_cache_mb)->default_value(256), "memory for encoded images kept for later requests (0: off)")
+      ("allow-local-images", po::bool_switch(&L.allow_local_images), "accept file:// URLs and absolute paths as image_url (else 403)")
+      ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
+      ("max-isa", po::value(&o.max_isa), "cap the instruction set: avx2, avxvnni, avx512, amx")
+      ("no-profile", po::bool_switch(&no_profile), "ignore this machine's tuned profile (ckjit tune)")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ckjit serve -m MODEL.gguf [--mmproj MMPROJ.gguf] [--host H] [--port P] [--parallel N]\n"
+                 "POST /v1/chat/completions, GET /v1/models, /health, /metrics\n"
+              << opts;
+    return 0;
+  }
+  po::notify(vm);
+  o.use_profile = !no_profile;
+  return ckjit::serve::run_server(o);
+}
+
+static ckjit::cli::Register reg("serve", "OpenAI-compatible HTTP server (chat completions with images, streaming)", serve_main);

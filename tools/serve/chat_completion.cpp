@@ -1,0 +1,212 @@
+#include "tools/serve/chat_completion.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "tools/serve/openai_response.h"
+#include "tools/serve/peer_watch.h"
+#include "tools/serve/server_state.h"
+
+namespace ckjit::serve {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+  res.status = status;
+  res.set_content(error_json(message, error_type_for(status), code).dump(), "application/json");
+}
+
+// Renders the messages in the model's chat template (images at their markers).
+std::string render(const ServerState& st, const ChatRequest& r) {
+  std::vector<ckjit_chat_message> msgs;
+  for (const ChatMessage& m : r.messages) msgs.push_back({m.role.c_str(), m.content.c_str()});
+  size_t need = 0;
+  std::string buf(4096, '\0');
+  ckjit_status s = ckjit_chat_render(st.model, msgs.data(), msgs.size(), 1, buf.data(), buf.size(), &need);
+  if (s == CKJIT_ERR_BUFFER_TOO_SMALL) {
+    buf.assign(need, '\0');
+    s = ckjit_chat_render(st.model, msgs.data(), msgs.size(), 1, buf.data(), buf.size(), &need);
+  }
+  if (s != CKJIT_OK) throw HttpError(400, "invalid_request_error", "invalid_request", ckjit_last_error());
+  buf.resize(need - 1);
+  return buf;
+}
+
+// How one generation ended.
+struct Outcome {
+  std::string content, finish = "stop";
+  Usage usage;
+  bool client_gone = false;
+};
+
+struct TokenSink {
+  StopMatcher stop;
+  const std::function<bool(const std::string&)>* emit;  // false: the client is gone
+  const std::atomic<bool>* stopping;
+  std::string content;
+  bool gone = false;
+};
+
+int on_token(int32_t, const char* text, void* user) {
+  auto* t = static_cast<TokenSink*>(user);
+  const std::string piece = t->stop.push(text);
+  if (!piece.empty()) {
+    t->content += piece;
+    if (!(*t->emit)(piece)) t->gone = true;
+  }
+  return t->gone || t->stop.hit() || t->stopping->load() ? 1 : 0;
+}
+
+// Images, prompt, generation on a leased session; HttpError for what the client got wrong.
+Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const std::string& prompt,
+                 const std::function<bool(const std::string&)>& emit) {
+  for (size_t i = 0; i < r.images.size(); ++i) {
+    const std::string& bytes = r.images[i];
+    const std::string key = image_key(bytes, st.image_min_tokens, st.image_max_tokens);
+    std::shared_ptr<EncodedImage> im = st.cache->get(key);
+    if (!im) {
+      ckjit_image* h = nullptr;
+      const ckjit_status es = ckjit_image_encode_bytes(s, bytes.data(), bytes.size(), &h);
+      if (es != CKJIT_OK) {
+        const std::string msg = "image " + std::to_string(i + 1) + ": " + ckjit_session_last_error(s);
+        if (es == CKJIT_ERR_OUT_OF_MEMORY) throw HttpError(413, "invalid_request_error", "image_too_large", msg);
+        throw HttpError(400, "invalid_request_error", "invalid_image", msg);
+      }
+      im = std::make_shared<EncodedImage>(h);
+      st.cache->put(key, im);
+    }
+    if (ckjit_session_add_image(s, im->handle) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+  }
+  if (ckjit_session_add_text(s, prompt.c_str()) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+  TokenSink sink{StopMatcher(r.stop), &emit, &st.stopping, {}, false};
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = r.max_tokens;
+  gp.temp = r.temperature;
+  gp.top_p = r.top_p;
+  gp.ignore_eos = r.ignore_eos ? 1 : 0;
+  gp.seed = r.seed ? *r.seed : std::random_device{}();
+  gp.on_token = on_token;
+  gp.user_data = &sink;
+  size_t n = 0;
+  const ckjit_status gs = ckjit_generate(s, &gp, nullptr, 0, &n);
+  ckjit_timings t{};
+  ckjit_session_timings(s, &t);
+  st.metrics.phases(t.encode_ms / 1e3, t.prefill_ms / 1e3, t.decode_ms / 1e3);
+  if (gs == CKJIT_ERR_CONTEXT_FULL)
+    throw HttpError(400, "invalid_request_error", "context_length_exceeded", ckjit_session_last_error(s));
+  if (gs != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+  Outcome o;
+  if (!sink.stop.hit()) {
+    const std::string rest = sink.stop.flush();
+    if (!rest.empty()) {
+      sink.content += rest;
+      if (!emit(rest)) sink.gone = true;
+    }
+  }
+  o.content = std::move(sink.content);
+  o.client_gone = sink.gone;
+  o.finish = sink.stop.hit() || int(n) < r.max_tokens ? "stop" : "length";
+  o.usage = {t.n_prompt, int64_t(n)};
+  st.metrics.tokens(o.usage.prompt_tokens, o.usage.completion_tokens);
+  return o;
+}
+
+// The streamed answer: waits in line (an SSE comment each second, which also tells a gone client),
+// then one chunk per piece of text, a last chunk with the finish reason and usage, then [DONE].
+void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string prompt, httplib::Response& res, PeerWatch watch) {
+  res.set_chunked_content_provider("text/event-stream", [&st, r, prompt, watch](size_t, httplib::DataSink& sink) mutable {
+    const CompletionId id = new_completion_id(st.model_name);
+    auto last_ping = Clock::now();
+    bool gone = false;
+    Lease lease = st.pool->acquire([&] {
+      if (st.stopping) return true;
+      if (watch.gone()) return gone = true;
+      if (Clock::now() - last_ping < std::chrono::seconds(1)) return false;
+      last_ping = Clock::now();
+      gone = !sink.write(": waiting for a session\n\n", 25);
+      return gone;
+    });
+    if (!lease) {
+      if (!gone) {
+        const std::string e = sse(error_json("the server is shutting down", "server_error", "shutting_down"));
+        sink.write(e.data(), e.size());
+        sink.done();
+      }
+      return false;
+    }
+    const std::string first = sse(chunk_json(id, std::string(), true, std::nullopt));
+    if (!sink.write(first.data(), first.size())) return false;
+    const std::function<bool(const std::string&)> emit = [&](const std::string& piece) {
+      const std::string ev = sse(chunk_json(id, piece, false, std::nullopt));
+      return sink.write(ev.data(), ev.size());
+    };
+    std::string tail;
+    try {
+      const Outcome o = complete(st, lease.get(), *r, prompt, emit);
+      if (o.client_gone) return false;
+      tail = sse(chunk_json(id, std::nullopt, false, o.finish, o.usage));
+    } catch (const HttpError& e) {
+      tail = sse(error_json(e.what(), e.type, e.code));
+    } catch (const std::exception& e) {
+      tail = sse(error_json(e.what(), "server_error", "internal"));
+    }
+    tail += sse_done();
+    if (!sink.write(tail.data(), tail.size())) return false;
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace
+
+void handle_chat_completion(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  try {
+    const std::string ctype = req.get_header_value("Content-Type");
+    if (ctype.rfind("application/json", 0) != 0)
+      throw HttpError(415, "invalid_request_error", "unsupported_media_type",
+                      "Content-Type must be application/json (got '" + ctype + "')");
+    auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body, st.opt.limits));
+    if (r->model && !st.accepts_model(*r->model))
+      throw HttpError(404, "invalid_request_error", "model_not_found", "the model '" + *r->model + "' does not exist (this server has '" + st.model_name + "')");
+    if (!r->images.empty() && !ckjit_model_has_vision(st.model))
+      throw HttpError(400, "invalid_request_error", "no_vision", "this server was started without --mmproj: it cannot read images");
+    const std::string prompt = render(st, *r);
+    // The text's tokens (markers count a few each, so this errs high), before waiting in line.
+    size_t n_text = 0;
+    ckjit_tokenize(st.model, prompt.c_str(), 1, nullptr, 0, &n_text);
+    if (int64_t(n_text) >= st.n_ctx)
+      throw HttpError(400, "invalid_request_error", "context_length_exceeded",
+                      "the prompt is " + std::to_string(n_text) + " tokens; the context (-c) is " + std::to_string(st.n_ctx));
+    PeerWatch watch(req.remote_port, req.local_port);
+    if (r->stream) return stream(st, r, prompt, res, watch);
+    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); });
+    if (!lease) {
+      if (watch.gone()) {
+        res.status = 499;  // nginx's "client closed request": nobody reads it, /metrics counts it
+        return;
+      }
+      throw HttpError(503, "server_error", "shutting_down", "the server is shutting down");
+    }
+    const CompletionId id = new_completion_id(st.model_name);
+    // Nothing is written until the end: the client's socket is looked at every few pieces instead.
+    int pieces = 0;
+    const Outcome o = complete(st, lease.get(), *r, prompt, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
+    if (o.client_gone) {
+      res.status = 499;
+      return;
+    }
+    res.set_content(completion_json(id, o.content, o.finish, o.usage).dump(-1, ' ', false, json::error_handler_t::replace),
+                    "application/json");
+  } catch (const HttpError& e) {
+    send_error(res, e.status, e.code, e.what());
+  }
+}
+
+}  // namespace ckjit::serve

@@ -1,0 +1,15 @@
+#pragma once
+// POST /v1/chat/completions: validation up front (4xx before any work), then a session from the
+// pool, images from the cache or the vision tower, generation with stop strings, and the answer
+// as one JSON object or as server-sent events.
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace ckjit::serve {
+
+struct ServerState;
+void handle_chat_completion(ServerState& st, const httplib::Request& req, httplib::Response& res);
+
+}  // namespace ckjit::serve

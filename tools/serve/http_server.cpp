@@ -1,0 +1,153 @@
+#include "tools/serve/http_server.h"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "tools/serve/chat_completion.h"
+#include "tools/serve/openai_response.h"
+
+namespace ckjit::serve {
+
+bool ServerState::accepts_model(const std::string& name) const {
+  if (name == model_name || name.empty()) return true;
+  const std::filesystem::path p(opt.model);
+  return name == p.filename().string() || name == p.stem().string() || name == opt.model;
+}
+
+namespace {
+
+std::unique_ptr<ServerState> load(const ServerOptions& o) {
+  auto st = std::make_unique<ServerState>();
+  st->opt = o;
+  st->model_name = o.alias.empty() ? std::filesystem::path(o.model).stem().string() : o.alias;
+  ckjit_model_params mp;
+  ckjit_model_params_default(&mp);
+  mp.n_threads = o.threads;
+  mp.n_ctx = o.n_ctx;
+  mp.use_profile = o.use_profile ? 1 : 0;
+  mp.max_isa = o.max_isa.empty() ? nullptr : o.max_isa.c_str();
+  if (ckjit_model_load(o.model.c_str(), o.mmproj.empty() ? nullptr : o.mmproj.c_str(), &mp, &st->model) != CKJIT_OK)
+    throw std::runtime_error(ckjit_last_error());
+  ckjit_session_params sp;
+  ckjit_session_params_default(&sp);
+  sp.n_ctx = o.n_ctx;
+  sp.n_batch = o.n_batch;
+  sp.image_min_tokens = o.image_min_tokens;
+  sp.image_max_tokens = o.image_max_tokens;
+  st->image_min_tokens = o.image_min_tokens > 0 ? o.image_min_tokens : 8;
+  st->image_max_tokens = o.image_max_tokens > 0 ? o.image_max_tokens : 4096;
+  st->n_ctx = o.n_ctx;
+  try {
+    st->pool = std::make_unique<SessionPool>(st->model, o.parallel, sp);
+  } catch (...) {
+    ckjit_model_free(st->model);
+    throw;
+  }
+  st->cache = std::make_unique<ImageCache>(size_t(o.image_cache_mb * 1024 * 1024));
+  return st;
+}
+
+void json_reply(httplib::Response& res, const nlohmann::json& j) { res.set_content(j.dump(), "application/json"); }
+
+void routes(httplib::Server& svr, ServerState& st, int64_t started) {
+  svr.Post("/v1/chat/completions", [&st](const httplib::Request& q, httplib::Response& r) { handle_chat_completion(st, q, r); });
+  svr.Get("/v1/models", [&st, started](const httplib::Request&, httplib::Response& r) { json_reply(r, models_json(st.model_name, started)); });
+  svr.Get("/health", [](const httplib::Request&, httplib::Response& r) { json_reply(r, {{"status", "ok"}}); });
+  svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& r) {
+    Metrics::Gauges g{st.pool->queued(), st.pool->busy(), st.pool->size(), st.cache->stats()};
+    r.set_content(st.metrics.render(g), "text/plain; version=0.0.4");
+  });
+  // Whatever httplib refuses by itself (413 over --max-body-mb, 404, 405, 400) gets an OpenAI body too.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& r) {
+    if (!r.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string msg = r.status == 413 ? "the request body is over the server's limit (--max-body-mb)"
+                            : r.status == 404 ? "no such route"
+                                              : "the request was refused (HTTP " + std::to_string(r.status) + ")";
+    r.set_content(error_json(msg, error_type_for(r.status), r.status == 413 ? "body_too_large" : "http_" + std::to_string(r.status)).dump(),
+                  "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& r, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = std::string("internal error: ") + e.what();
+    } catch (...) {
+    }
+    r.status = 500;
+    r.set_content(error_json(msg, "server_error", "internal").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+  });
+  svr.set_logger([&st](const httplib::Request& q, const httplib::Response& r) { st.metrics.request(q.path, r.status); });
+}
+
+}  // namespace
+
+int run_server(const ServerOptions& o) {
+  if (o.parallel < 1) throw std::runtime_error("--parallel must be at least 1");
+  // SIGINT / SIGTERM are taken by one thread (sigwait) instead of a handler: blocked here, before
+  // any thread exists, so every thread (the model's workers, httplib's) inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not the end of the server
+
+  std::unique_ptr<ServerState> st = load(o);
+  const int64_t started =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  int status = 0;
+  {
+    httplib::Server svr;
+    const int workers = o.http_threads > 0 ? o.http_threads : std::max(8, 4 * o.parallel + 4);
+    svr.new_task_queue = [workers] { return new httplib::ThreadPool(size_t(workers)); };
+    // httplib's default also sets SO_REUSEPORT, which lets a second server share a busy port
+    // silently: only SO_REUSEADDR here, so a port in use is an error.
+    svr.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    svr.set_payload_max_length(size_t(o.max_body_mb * 1024 * 1024));
+    svr.set_read_timeout(30, 0);
+    svr.set_write_timeout(30, 0);
+    routes(svr, *st, started);
+    const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
+    if (port < 0) {
+      st->pool.reset();
+      ckjit_model_free(st->model);
+      throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port));
+    }
+    std::fprintf(stderr, "ckjit serve: model '%s', %d session(s), listening on http://%s:%d\n", st->model_name.c_str(), o.parallel,
+                 o.host.c_str(), port);
+    std::fflush(stderr);
+    std::atomic<bool> served{false};
+    std::thread waiter([&] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      if (!served) std::fprintf(stderr, "ckjit serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      st->stopping = true;  // generations stop after their current token, queued requests leave
+      st->pool->shutdown();
+      svr.stop();
+    });
+    if (!svr.listen_after_bind() && !st->stopping) status = 1;
+    served = true;
+    pthread_kill(waiter.native_handle(), SIGTERM);  // no-op wake-up if a signal already came
+    waiter.join();
+  }  // the server's threads are joined here, before the sessions and the model go
+  st->pool.reset();
+  ckjit_model_free(st->model);
+  std::fprintf(stderr, "ckjit serve: stopped\n");
+  return status;
+}
+
+}  // namespace ckjit::serve

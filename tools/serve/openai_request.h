@@ -1,0 +1,56 @@
+#pragma once
+// An OpenAI /v1/chat/completions request body parsed and validated into a plain struct. Every
+// problem is an HttpError (a 4xx status and an OpenAI-style error type/code), never a crash.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckjit::serve {
+
+struct HttpError : std::runtime_error {
+  HttpError(int status, std::string type, std::string code, const std::string& message)
+      : std::runtime_error(message), status(status), type(std::move(type)), code(std::move(code)) {}
+  int status;
+  std::string type, code;
+};
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant
+  std::string content;  // text parts joined; "<__media__>" where each image goes
+};
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  std::vector<ChatMessage> messages;
+  std::vector<std::string> images;  // image bytes, in marker order
+  float temperature = 0.8f, top_p = 0.95f;
+  int max_tokens = 0;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool ignore_eos = false;     // llama-server's extension: generate max_tokens tokens
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+};
+
+struct RequestLimits {
+  int default_max_tokens = 256;
+  int max_tokens_limit = 4096;
+  bool allow_local_images = false;
+  int64_t max_image_pixels = int64_t(4096) * 4096;
+  size_t max_images = 16;
+};
+
+// Parses body (JSON) against the limits; images are resolved (data: URIs decoded, local files read
+// when allowed) and their header dimensions checked against max_image_pixels before any decoding.
+ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits);
+
+// RFC 4648 base64 (whitespace ignored); throws HttpError 400 on anything else.
+std::string decode_base64(std::string_view text);
+
+// The bytes of an image_url: a data:image/...;base64 URI, or (allowed only) a file:// URL or path.
+std::string resolve_image_url(std::string_view url, const RequestLimits& limits);
+
+}  // namespace ckjit::serve

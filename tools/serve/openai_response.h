@@ -1,0 +1,55 @@
+#pragma once
+// The JSON the server answers with, shaped like OpenAI's (and llama-server's): a chat.completion,
+// its streamed chat.completion.chunk pieces as server-sent events, /v1/models, and error bodies.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ckjit::serve {
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+// What every object of one completion shares.
+struct CompletionId {
+  std::string id;     // "chatcmpl-..."
+  std::string model;
+  int64_t created = 0;  // Unix seconds
+};
+
+CompletionId new_completion_id(const std::string& model);
+
+nlohmann::json completion_json(const CompletionId& c, const std::string& content, const std::string& finish_reason, const Usage& u);
+// A streamed piece: the first carries the role, the last the finish reason; usage only when given.
+nlohmann::json chunk_json(const CompletionId& c, const std::optional<std::string>& content, bool with_role,
+                          const std::optional<std::string>& finish_reason, const std::optional<Usage>& usage = std::nullopt);
+nlohmann::json models_json(const std::string& model, int64_t created);
+nlohmann::json error_json(const std::string& message, const std::string& type, const std::string& code);
+// The error type OpenAI uses for an HTTP status.
+std::string error_type_for(int status);
+
+// One server-sent event line: "data: <json>\n\n"; sse_done() is the stream's last one.
+std::string sse(const nlohmann::json& j);
+inline std::string sse_done() { return "data: [DONE]\n\n"; }
+
+// Holds back generated text that might be the start of a stop string, so a stop string never
+// reaches the client, not even split across tokens.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+  // Adds generated text; returns what may be sent now. After a stop string, hit() is true and the
+  // text from the stop string on is dropped.
+  std::string push(const std::string& text);
+  std::string flush();  // the held-back text, at the end of a generation without a hit
+  bool hit() const { return hit_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool hit_ = false;
+};
+
+}  // namespace ckjit::serve

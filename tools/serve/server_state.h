@@ -1,0 +1,45 @@
+#pragma once
+// What every route shares: the options, the model, its sessions, the image cache and the metrics.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "include/ckjit.h"
+#include "tools/serve/image_cache.h"
+#include "tools/serve/metrics.h"
+#include "tools/serve/openai_request.h"
+#include "tools/serve/session_pool.h"
+
+namespace ckjit::serve {
+
+struct ServerOptions {
+  std::string model, mmproj, alias;
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (printed on the "listening" line)
+  int parallel = 1;
+  int threads = 0;  // per session; 0: the machine's CPU budget
+  int n_ctx = 4096, n_batch = 512;
+  int image_min_tokens = 0, image_max_tokens = 0;  // 0: the library's defaults (8, 4096)
+  double max_body_mb = 32;
+  double image_cache_mb = 256;
+  int http_threads = 0;  // 0: enough for the sessions and a queue
+  bool use_profile = true;
+  std::string max_isa;
+  RequestLimits limits;
+};
+
+struct ServerState {
+  ServerOptions opt;
+  std::string model_name;  // what /v1/models lists and "model" may name
+  ckjit_model* model = nullptr;
+  std::unique_ptr<SessionPool> pool;
+  std::unique_ptr<ImageCache> cache;
+  Metrics metrics;
+  std::atomic<bool> stopping{false};
+  int image_min_tokens = 8, image_max_tokens = 4096;  // effective, for the cache key
+  int n_ctx = 4096;
+
+  bool accepts_model(const std::string& name) const;
+};
+
+}  // namespace ckjit::serve
