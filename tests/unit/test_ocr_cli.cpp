@@ -17,6 +17,7 @@
 
 #include "tests/unit/cli_run.h"
 #include "tests/unit/ocr_test_files.h"
+#include "tests/unit/skip.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -70,6 +71,14 @@ const Corpus& corpus() {
     x.dir = fs::temp_directory_path() / ("ckjit_ocr_cli_" + std::to_string(::getpid()));
     fs::remove_all(x.dir);
     fs::create_directories(x.dir);
+    struct RemoveAtExit {
+      fs::path p;
+      ~RemoveAtExit() {
+        std::error_code ec;
+        fs::remove_all(p, ec);
+      }
+    };
+    static RemoveAtExit cleanup{x.dir};
     run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
     x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
     x.docs = x.dir / "docs";
@@ -251,6 +260,36 @@ TEST_CASE("ckjit ocr: the Slurm array script and its merge step (the local fallb
   CHECK(miss.status != 0);
   CHECK(miss.output.find("shard-1-of-3.jsonl") != std::string::npos);
   CHECK_FALSE(fs::exists(outdir / "all2.jsonl"));
+}
+
+TEST_CASE("ckjit ocr: the Slurm recipe on a real single-node Slurm (munged + slurmctld + slurmd in a temp dir)") {
+  if (::geteuid() != 0) CKJIT_SKIP("not root: the throw-away single-node Slurm runs its daemons as root");
+  if (run_shell("command -v slurmctld && command -v slurmd && command -v sbatch && command -v squeue && command -v munged && "
+                "command -v mungekey").status != 0)
+    CKJIT_SKIP("slurm-wlm or munge is not installed (tools/setup.sh installs them); the local-fallback test covers the scripts");
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  const std::string slurm = std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/";
+  const fs::path cluster = c.out("cluster"), outdir = c.out("slurm-real");
+  struct Stop {  // the daemons go whatever the checks say
+    std::string cmd;
+    ~Stop() { run_shell(cmd); }
+  } stop{"bash " + slurm + "local_cluster.sh stop " + q(cluster)};
+  CliResult up = run_shell("bash " + slurm + "local_cluster.sh start " + q(cluster));
+  INFO(up.output);
+  REQUIRE(up.status == 0);
+  const std::string env = "SLURM_CONF=" + q(cluster / "slurm.conf") + " CKJIT=" CKJIT_BINARY_PATH " SBATCH_ARGS=--cpus-per-task=1";
+  CliResult sub = run_shell("cd " + q(c.dir) + " && " + env + " bash " + slurm + "submit.sh 3 " + q(outdir) + " " + c.common + " " + q(c.docs));
+  INFO(sub.output);
+  REQUIRE(sub.status == 0);
+  MESSAGE("real Slurm: " << sub.output);
+  // Until the queue is empty (the array and the merge after it), at most 120 s.
+  CliResult wait = run_shell(env + " bash -c 'for i in $(seq 1 480); do [ -z \"$(squeue -h -o %i)\" ] && exit 0; sleep 0.25; done; "
+                             "scancel --user=root; exit 1'");
+  CHECK_MESSAGE(wait.status == 0, "the jobs did not end in 120 s; slurmctld.log: " << ocr_test::read_file(cluster / "slurmctld.log"));
+  for (int i = 0; i < 3; ++i) CHECK(fs::exists(outdir / ("shard-" + std::to_string(i) + "-of-3.jsonl")));
+  REQUIRE(fs::exists(outdir / "all.jsonl"));
+  CHECK(by_page(records(outdir / "all.jsonl")) == by_page(full));
 }
 
 TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a message") {
