@@ -202,6 +202,24 @@ TEST_CASE("ocr progress: durations / the bar with rate and ETA / one plain line 
   CHECK(s.find("2/2 pages") != std::string::npos);
   CHECK(s.find("ETA 0s\n") != std::string::npos);
   CHECK(s.find('\r') == std::string::npos);  // no redraws in a log
+
+  // On a terminal: one line redrawn in place, ended once.
+  std::FILE* t = std::tmpfile();
+  REQUIRE(t);
+  {
+    Progress p(2, t, /*tty=*/true);
+    p.page_done("a.png", true, 0.5);
+    p.page_done("b.pdf p2", false, 0.25);
+    p.finish();
+  }
+  std::rewind(t);
+  const size_t m = std::fread(buf, 1, sizeof buf - 1, t);
+  std::fclose(t);
+  const std::string tty(buf, m);
+  CHECK(tty.rfind("\r[>", 0) == 0);
+  CHECK(tty.find("\r[============>           ] 1/2 pages") != std::string::npos);
+  CHECK(tty.find("b.pdf p2 FAILED\033[K") != std::string::npos);
+  CHECK(tty.find('\n') == tty.size() - 1);
 }
 
 TEST_CASE("ocr pdf: pages counted and rasterized to BMP the image decoder reads / an oversized page / broken and encrypted PDFs") {

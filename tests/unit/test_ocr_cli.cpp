@@ -319,6 +319,15 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
     CHECK(r.output.find(want) != std::string::npos);
   }
   CHECK_FALSE(fs::exists(c.out("bad.jsonl")));  // nothing written on a usage error
+
+  // A model file that is not a GGUF stops the batch (exit 1) with the loader's reason.
+  ocr_test::write_file(c.dir / "junk.gguf", "not a gguf file at all");
+  CliResult junk = run_ckjit("ocr -m " + q(c.dir / "junk.gguf") + " --mmproj " + q(c.mmproj) + " -o " + q(c.out("junk.jsonl")) +
+                             " " + q(c.docs / "wide.png"));
+  INFO(junk.output);
+  CHECK(junk.status == 1);
+  CHECK(junk.output.find("loading the model") != std::string::npos);
+  CHECK(junk.output.find("junk.gguf") != std::string::npos);
 }
 
 }  // TEST_SUITE
