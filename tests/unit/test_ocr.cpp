@@ -64,6 +64,7 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
   write_file(d / "fake.pdf", "garbage");        // a PDF by its name
   write_file(d / "notes.txt", "not a page");    // neither: left out of a folder
   write_file(d / "deep" / "er" / "p.pdf", "%PDF-1.7");
+  fs::create_directory_symlink(d, d / "a" / "loop");  // a cycle: not followed
   const fs::path loose = t.path / "loose.txt";
   write_file(loose, "given by name");
 
@@ -153,6 +154,10 @@ TEST_CASE("ocr journal: records read back / a cut last line is removed and appen
   const std::string before = read_file(other);
   CHECK_THROWS_WITH_AS(read_journal(other.string()), doctest::Contains("line 2"), ckjit::Error);
   CHECK(read_file(other) == before);
+  write_file(other, "{\"source\":\"a\",\"page\":4294967297}\n{\"source\":\"b\",\"page\":1}\n");  // page beyond int
+  CHECK_THROWS_WITH_AS(read_journal(other.string()), doctest::Contains("line 1"), ckjit::Error);
+  write_file(other, "{\"source\":\"a\",\"page\":0}\n{\"source\":\"b\",\"page\":1}\n");  // pages are 1-based
+  CHECK_THROWS_WITH_AS(read_journal(other.string()), doctest::Contains("line 1"), ckjit::Error);
 }
 
 TEST_CASE("ocr merge: one record per page sorted by source then page number / ok wins over error / cut lines ignored") {

@@ -49,8 +49,8 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
     if (ec || !fs::exists(st)) throw Error("input '" + in + "' does not exist");
     if (fs::is_directory(st)) {
       std::vector<std::string> files;
-      for (fs::recursive_directory_iterator it(in, fs::directory_options::follow_directory_symlink, ec), end; !ec && it != end;
-           it.increment(ec))
+      // Symlinked folders are not entered (a link cycle would never end); symlinked files are read.
+      for (fs::recursive_directory_iterator it(in, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec))
         if (it->is_regular_file(ec)) files.push_back(it->path().string());
       if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
       std::sort(files.begin(), files.end());

@@ -28,7 +28,8 @@ struct Page {
 std::optional<DocKind> classify_file(const std::string& path);
 
 // The documents of the inputs, in order: each input in the order given; a folder's files sorted by
-// path (byte order, so the same on every machine), recursively, keeping only images and PDFs. A file
+// path (byte order, so the same on every machine), recursively (not into symlinked folders),
+// keeping only images and PDFs. A file
 // named explicitly is always kept (as an image unless it looks like a PDF), so that a broken one
 // becomes an error line rather than silently vanishing. A missing input throws ckjit::Error.
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,7 +16,7 @@ namespace {
 
 bool is_record(const nlohmann::json& j) {
   return j.is_object() && j.contains("source") && j["source"].is_string() && j.contains("page") &&
-         j["page"].is_number_integer() && j["page"].get<int64_t>() >= 1;
+         j["page"].is_number_integer() && j["page"].get<int64_t>() >= 1 && j["page"].get<int64_t>() <= INT32_MAX;
 }
 
 struct Parsed {
