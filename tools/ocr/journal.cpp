@@ -14,13 +14,13 @@ namespace ckjit::ocr {
 
 namespace {
 
-bool is_record(const nlohmann::json& j) {
+bool is_record(const Record& j) {
   return j.is_object() && j.contains("source") && j["source"].is_string() && j.contains("page") &&
          j["page"].is_number_integer() && j["page"].get<int64_t>() >= 1 && j["page"].get<int64_t>() <= INT32_MAX;
 }
 
 struct Parsed {
-  std::vector<nlohmann::json> records;
+  std::vector<Record> records;
   size_t good_bytes = 0;  // the file up to the end of the last complete record line
   bool partial = false;
   std::string partial_text;
@@ -43,7 +43,7 @@ Parsed parse_file(const std::string& path) {
     const bool complete = nl != std::string::npos;
     const std::string line = all.substr(pos, complete ? nl - pos : std::string::npos);
     const size_t next = complete ? nl + 1 : all.size();
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    Record j = Record::parse(line, nullptr, /*allow_exceptions=*/false);
     if (complete && is_record(j)) {
       out.records.push_back(std::move(j));
       out.good_bytes = next;
@@ -82,7 +82,7 @@ JournalRead read_journal(const std::string& path) {
   return r;
 }
 
-std::vector<nlohmann::json> load_records(const std::string& path) {
+std::vector<Record> load_records(const std::string& path) {
   if (!std::filesystem::exists(path)) throw Error("journal '" + path + "' does not exist");
   return parse_file(path).records;
 }
@@ -95,7 +95,7 @@ JournalWriter::~JournalWriter() {
   if (f_) std::fclose(f_);
 }
 
-void JournalWriter::append(const nlohmann::json& record) {
+void JournalWriter::append(const Record& record) {
   // error_handler replace: a model's invalid UTF-8 must not make the page's record unwritable.
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
@@ -104,7 +104,7 @@ void JournalWriter::append(const nlohmann::json& record) {
 
 size_t merge_journals(const std::vector<std::string>& inputs, const std::string& out) {
   // Keyed by (source, page) in a map: the output order, and one record per page.
-  std::map<std::pair<std::string, int64_t>, nlohmann::json> pages;
+  std::map<std::pair<std::string, int64_t>, Record> pages;
   size_t duplicates = 0;
   for (const std::string& in : inputs)
     for (auto& j : load_records(in)) {

@@ -11,6 +11,9 @@
 
 namespace ckjit::ocr {
 
+// A journal record; ordered so that lines read source, page, text, ... as they were built.
+using Record = nlohmann::ordered_json;
+
 struct JournalRead {
   std::set<std::string> done;     // page_key() of every record (ok or error)
   std::set<std::string> failed;   // page_key() of the error records
@@ -27,7 +30,7 @@ JournalRead read_journal(const std::string& path);
 
 // The records of a journal file as JSON objects, in file order (a bad last line ignored, as above,
 // but the file not changed). Used by the merge.
-std::vector<nlohmann::json> load_records(const std::string& path);
+std::vector<Record> load_records(const std::string& path);
 
 // Appends one record per line and flushes each.
 class JournalWriter {
@@ -36,7 +39,7 @@ class JournalWriter {
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;
-  void append(const nlohmann::json& record);  // throws ckjit::Error if the write fails
+  void append(const Record& record);  // throws ckjit::Error if the write fails
 
  private:
   std::string path_;

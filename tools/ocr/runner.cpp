@@ -18,11 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// What stops the whole batch (the model or its session cannot be made): every page would fail alike.
-struct Fatal : Error {
-  using Error::Error;
-};
-
 struct ModelFree {
   void operator()(ckjit_model* m) const { ckjit_model_free(m); }
 };
@@ -45,7 +40,7 @@ class Engine {
     mp.use_profile = 1;
     ckjit_model* m = nullptr;
     if (ckjit_model_load(o_.model.c_str(), o_.mmproj.c_str(), &mp, &m) != CKJIT_OK)
-      throw Fatal(std::string("loading the model: ") + ckjit_last_error());
+      throw Error(std::string("loading the model: ") + ckjit_last_error());
     model_.reset(m);
     ckjit_session_params sp;
     ckjit_session_params_default(&sp);
@@ -54,7 +49,7 @@ class Engine {
     sp.image_max_tokens = o_.image_max_tokens;
     ckjit_session* s = nullptr;
     if (ckjit_session_new(model_.get(), &sp, &s) != CKJIT_OK)
-      throw Fatal(std::string("creating the session: ") + ckjit_last_error());
+      throw Error(std::string("creating the session: ") + ckjit_last_error());
     session_.reset(s);
     return s;
   }
@@ -80,7 +75,7 @@ int on_token(int32_t, const char* text, void* user) {
 
 // The page through the model; throws ckjit::Error with the API's message when a step fails.
 // Returns false when stop() cut it short (nothing is recorded then).
-bool ocr_page(Engine& engine, PdfRasterizer& pdf, const OcrOptions& o, const Page& page, nlohmann::json& rec) {
+bool ocr_page(Engine& engine, PdfRasterizer& pdf, const OcrOptions& o, const Page& page, Record& rec) {
   ckjit_session* s = engine.session();
   auto check = [&](ckjit_status st, const char* step) {
     if (st != CKJIT_OK) throw Error(std::string(step) + ": " + ckjit_status_name(st) + ": " + ckjit_session_last_error(s));
@@ -156,8 +151,11 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
       sum.interrupted = true;
       break;
     }
+    // The model loads before the first page that needs it, outside that page's time; a model that
+    // does not load stops the batch here (every page would fail alike).
+    if (p->error.empty()) engine.session();
     const auto t = Clock::now();
-    nlohmann::json rec = {{"source", p->source}, {"page", p->page}};
+    Record rec = {{"source", p->source}, {"page", p->page}};
     std::string error = p->error;
     if (error.empty()) {
       try {
@@ -165,12 +163,11 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
           sum.interrupted = true;
           break;
         }
-      } catch (const Fatal&) {
-        throw;
       } catch (const Error& e) {
         error = e.what();
       }
     }
+    if (error.empty()) rec["timings"]["page_ms"] = ms_since(t);  // the whole page: render, encode, prefill, decode
     if (!error.empty()) {
       rec = {{"source", p->source}, {"page", p->page}, {"error", error}};
       ++sum.failed;
