@@ -68,7 +68,7 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
   const fs::path loose = t.path / "loose.txt";
   write_file(loose, "given by name");
 
-  const auto docs = enumerate_documents({d.string(), loose.string()});
+  const auto docs = enumerate_documents({d.string(), loose.string(), (d / "b.png").string()});
   std::vector<std::string> names;
   for (const auto& doc : docs) names.push_back(fs::relative(doc.source, t.path).string() + (doc.kind == DocKind::pdf ? ":pdf" : ":img"));
   const std::vector<std::string> want = {"docs/UPPER.PNG:img", "docs/a/c.jpg:img", "docs/a/z.bmp:img",  "docs/b.png:img",

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "runtime/error.h"
 #include "tools/ocr/pdf.h"
@@ -43,6 +44,10 @@ std::optional<DocKind> classify_file(const std::string& path) {
 
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs) {
   std::vector<Document> out;
+  std::set<std::string> seen;  // a file named twice (alone and in its folder) is one document
+  auto add = [&](const std::string& path, DocKind kind) {
+    if (seen.insert(path).second) out.push_back({path, kind});
+  };
   for (const std::string& in : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(in, ec);
@@ -55,9 +60,9 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
       if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
       std::sort(files.begin(), files.end());
       for (const std::string& f : files)
-        if (auto kind = classify_file(f)) out.push_back({f, *kind});
+        if (auto kind = classify_file(f)) add(f, *kind);
     } else {
-      out.push_back({in, classify_file(in).value_or(DocKind::image)});
+      add(in, classify_file(in).value_or(DocKind::image));
     }
   }
   return out;

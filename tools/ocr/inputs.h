@@ -31,7 +31,8 @@ std::optional<DocKind> classify_file(const std::string& path);
 // path (byte order, so the same on every machine), recursively (not into symlinked folders),
 // keeping only images and PDFs. A file
 // named explicitly is always kept (as an image unless it looks like a PDF), so that a broken one
-// becomes an error line rather than silently vanishing. A missing input throws ckjit::Error.
+// becomes an error line rather than silently vanishing. The same path twice is one document. A
+// missing input throws ckjit::Error.
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs);
 
 // Expands documents into pages: PDFs are opened (pdf.h) to count their pages; one that cannot be

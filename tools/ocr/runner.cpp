@@ -163,7 +163,7 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
           sum.interrupted = true;
           break;
         }
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // ckjit::Error, and e.g. bad_alloc on a huge page: that page only
         error = e.what();
       }
     }
