@@ -237,9 +237,9 @@ TEST_CASE("ckjit ocr: the Slurm array script and its merge step (the local fallb
   const auto& full = full_run();
   const fs::path outdir = c.out("slurm");
   const std::string script = std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/ocr_array.sbatch";
-  // What sbatch --array=0-2 sets for each task; tools/slurm/README-style usage is in README.md.
-  MESSAGE("Slurm is not started by this test: tools/slurm/ocr_array.sbatch runs once per array index with "
-          "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT set as sbatch sets them, then the merge step");
+  // What sbatch --array=0-2 sets for each task (the recipe on a real Slurm is the next test case).
+  MESSAGE("local fallback, no Slurm daemon: tools/slurm/ocr_array.sbatch runs once per array index with "
+          "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT set as sbatch sets them, then tools/slurm/ocr_merge.sh");
   const std::string env = "CKJIT=" CKJIT_BINARY_PATH " OCR_OUT_DIR=" + q(outdir) + " SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0";
   for (int i = 0; i < 3; ++i) {
     CliResult r = run_shell(env + " SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_ARRAY_JOB_ID=77 bash " + script + " " +
