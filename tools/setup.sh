@@ -10,7 +10,8 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 
   clang libclang-rt-14-dev  # clang + its libFuzzer runtime: tests/fuzz/build.sh
   libcpp-httplib-dev nlohmann-json3-dev curl  # ckjit serve (HTTP, JSON) and its tests' client
   libpoppler-cpp-dev poppler-utils  # ckjit ocr: PDF pages rasterized (poppler-utils: test PDFs' checks)
-  haproxy)  # the scale-out recipe's load balancer (tests/serve)
+  haproxy  # the scale-out recipe's load balancer (tests/serve)
+  slurm-wlm munge)  # the Slurm OCR recipe's test: a single-node cluster (tools/slurm/local_cluster.sh)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

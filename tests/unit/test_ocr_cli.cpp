@@ -1,0 +1,333 @@
+// `ckjit ocr` end to end on a synthesized tiny pair: a folder of images and PDFs with broken,
+// encrypted and oversized pages (error records, the rest done), resume after a killed run, the
+// shards' union equal to the whole run, --merge, the Slurm array script, and bad flags (exit 2).
+// The weights are random: the text is only compared between runs (same model, seed, threads:
+// bit-identical by ckjit's numerical contract), never to expected words.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/cli_run.h"
+#include "tests/unit/ocr_test_files.h"
+#include "tests/unit/skip.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
+  return n;
+}
+
+std::vector<json> records(const fs::path& p) {
+  std::vector<json> out;
+  std::string all = ocr_test::read_file(p), line;
+  for (char c : all) {
+    if (c != '\n') { line += c; continue; }
+    out.push_back(json::parse(line));
+    line.clear();
+  }
+  REQUIRE(line.empty());  // every record ends its line
+  return out;
+}
+
+// "source\npage" -> the record without its timings (which vary run to run).
+std::map<std::string, json> by_page(const std::vector<json>& recs) {
+  std::map<std::string, json> m;
+  for (json r : recs) {
+    r.erase("timings");
+    const std::string key = r["source"].get<std::string>() + "\n" + std::to_string(r["page"].get<int>());
+    CHECK_MESSAGE(m.count(key) == 0, "page recorded twice: " << key);
+    m[key] = r;
+  }
+  return m;
+}
+
+// The tiny pair and a document set: 4 image files (one broken), a 3-page PDF whose page 2 is too
+// large to rasterize, a broken PDF and an encrypted one: 9 pages, 4 of them failing. A text file
+// in the folder is not a page.
+struct Corpus {
+  fs::path dir, model, mmproj, docs;
+  std::string common;  // the model flags every run shares
+  fs::path out(const std::string& name) const { return dir / name; }
+};
+
+const Corpus& corpus() {
+  static Corpus c = [] {
+    Corpus x;
+    x.dir = fs::temp_directory_path() / ("ckjit_ocr_cli_" + std::to_string(::getpid()));
+    fs::remove_all(x.dir);
+    fs::create_directories(x.dir);
+    struct RemoveAtExit {
+      fs::path p;
+      ~RemoveAtExit() {
+        std::error_code ec;
+        fs::remove_all(p, ec);
+      }
+    };
+    static RemoveAtExit cleanup{x.dir};
+    run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
+    x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
+    x.docs = x.dir / "docs";
+    const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images";
+    fs::create_directories(x.docs / "a" / "b");
+    fs::copy_file(img / "square-64.png", x.docs / "a" / "square.png");
+    fs::copy_file(img / "grey-96x80.png", x.docs / "a" / "b" / "grey.png");
+    fs::copy_file(img / "wide-200x48.png", x.docs / "wide.png");
+    ocr_test::write_file(x.docs / "broken.png", std::string("\x89PNG\r\n\x1a\n", 8) + "cut short");
+    ocr_test::write_file(x.docs / "notes.txt", "not a page");
+    ocr_test::write_file(x.docs / "doc.pdf", ocr_test::make_pdf({{120, 90}, {100000, 100000}, {80, 60}}));
+    ocr_test::write_file(x.docs / "broken.pdf", ocr_test::broken_pdf());
+    ocr_test::write_file(x.docs / "locked.pdf", ocr_test::make_pdf({{120, 90}}, true));
+    x.common = "-m " + q(x.model) + " --mmproj " + q(x.mmproj) + " -n 3 -t 1 --dpi 72 -p 'Read the page.'";
+    return x;
+  }();
+  return c;
+}
+
+const size_t kPages = 9, kFailing = 4;
+
+// The whole set in one run: the reference the other cases compare with.
+const std::vector<json>& full_run() {
+  static std::vector<json> recs = [] {
+    const Corpus& c = corpus();
+    CliResult r = run_ckjit("ocr " + c.common + " -o " + q(c.out("full.jsonl")) + " " + q(c.docs));
+    INFO(r.output);
+    CHECK(r.status == 1);  // some pages failed
+    return records(c.out("full.jsonl"));
+  }();
+  return recs;
+}
+
+}  // namespace
+
+TEST_SUITE("ocr") {
+
+TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order / bad pages are error records") {
+  const Corpus& c = corpus();
+  REQUIRE(fs::exists(c.mmproj));
+  const fs::path out = c.out("first.jsonl");
+  CliResult r = run_ckjit("ocr " + c.common + " -o " + q(out) + " " + q(c.docs));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("7 documents, 9 pages; 0 already in") != std::string::npos);
+  CHECK(count_of(r.output, "ocr: ") >= kPages);
+  CHECK(count_of(r.output, " ok in ") == kPages - kFailing);  // a plain line per page off a terminal
+  CHECK(count_of(r.output, " FAILED in ") == kFailing);
+  CHECK(r.output.find("9/9 pages") != std::string::npos);
+  CHECK(r.output.find("ETA") != std::string::npos);
+  CHECK(r.output.find("9 pages done (4 failed), 0 skipped") != std::string::npos);
+
+  const auto recs = records(out);
+  REQUIRE(recs.size() == kPages);
+  std::vector<std::string> order;
+  for (const auto& j : recs) order.push_back(fs::relative(j["source"].get<std::string>(), c.docs).string() + "#" +
+                                             std::to_string(j["page"].get<int>()));
+  CHECK(order == std::vector<std::string>{"a/b/grey.png#1", "a/square.png#1", "broken.pdf#1", "broken.png#1", "doc.pdf#1",
+                                          "doc.pdf#2", "doc.pdf#3", "locked.pdf#1", "wide.png#1"});
+  std::map<std::string, std::string> errors;
+  for (const auto& j : recs) {
+    if (j.contains("error")) {
+      errors[order[size_t(&j - &recs[0])]] = j["error"];
+      CHECK_FALSE(j.contains("text"));
+      continue;
+    }
+    CHECK(j["text"].is_string());
+    CHECK(j["tokens"].get<int>() >= 1);
+    CHECK(j["tokens"].get<int>() <= 3);
+    for (const char* k : {"render_ms", "encode_ms", "prefill_ms", "decode_ms", "n_image_rows"}) CHECK(j["timings"].contains(k));
+    CHECK(j["timings"]["n_image_rows"].get<int>() >= 8);  // the page went through the vision tower
+    CHECK(j["timings"]["encode_ms"].get<double>() > 0);
+  }
+  REQUIRE(errors.size() == kFailing);
+  CHECK(errors["broken.png#1"].find("broken.png") != std::string::npos);
+  CHECK(errors["broken.pdf#1"].find("cannot open as a PDF") != std::string::npos);
+  CHECK(errors["locked.pdf#1"].find("encrypted") != std::string::npos);
+  CHECK(errors["doc.pdf#2"].find("lower --dpi") != std::string::npos);
+  CHECK(recs[4]["timings"]["render_ms"].get<double>() > 0);  // doc.pdf p1 was rasterized
+
+  // Deterministic: the same pages give the same text in another run.
+  CHECK(by_page(recs) == by_page(full_run()));
+  // All recorded: a rerun does nothing, says so, and keeps the failure in its exit status.
+  const std::string before = ocr_test::read_file(out);
+  CliResult again = run_ckjit("ocr " + c.common + " -o " + q(out) + " " + q(c.docs));
+  INFO(again.output);
+  CHECK(again.status == 1);
+  CHECK(again.output.find("9 already in") != std::string::npos);
+  CHECK(again.output.find("0 pages done (0 failed), 9 skipped") != std::string::npos);
+  CHECK(again.output.find("4 failed before") != std::string::npos);
+  CHECK(ocr_test::read_file(out) == before);
+}
+
+TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only the missing pages done") {
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  REQUIRE(full.size() == kPages);
+  // What a run killed while writing its fifth record leaves.
+  const std::string all = ocr_test::read_file(c.out("full.jsonl"));
+  size_t cut = 0;
+  for (int i = 0; i < 4; ++i) cut = all.find('\n', cut) + 1;
+  const fs::path out = c.out("resume.jsonl");
+  ocr_test::write_file(out, all.substr(0, cut + 25));
+  CliResult r = run_ckjit("ocr " + c.common + " -o " + q(out) + " " + q(c.docs));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("removed an unfinished last line") != std::string::npos);
+  CHECK(r.output.find("4 already in") != std::string::npos);
+  CHECK(r.output.find("5 to do") != std::string::npos);
+  CHECK(count_of(r.output, " ok in ") + count_of(r.output, " FAILED in ") == 5);  // pages not redone
+  CHECK(r.output.find("5 pages done") != std::string::npos);
+  const auto recs = records(out);
+  CHECK(recs.size() == kPages);
+  CHECK(by_page(recs) == by_page(full));
+}
+
+TEST_CASE("ckjit ocr --shard: the shards split the pages and their union is the whole run / --merge joins them in order") {
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  std::map<std::string, json> uni;
+  std::vector<std::string> shard_files;
+  size_t sum = 0;
+  for (int i = 0; i < 2; ++i) {
+    const fs::path out = c.out("shard" + std::to_string(i) + ".jsonl");
+    shard_files.push_back(q(out));
+    CliResult r = run_ckjit("ocr " + c.common + " --shard " + std::to_string(i) + "/2 -o " + q(out) + " " + q(c.docs));
+    INFO(r.output);
+    CHECK((r.status == 0 || r.status == 1));
+    CHECK(r.output.find("shard " + std::to_string(i) + "/2: ") != std::string::npos);
+    const auto part = by_page(records(out));
+    CHECK(!part.empty());  // the 9 pages do not all hash to one shard
+    sum += part.size();
+    for (const auto& [k, v] : part) {
+      CHECK_MESSAGE(uni.count(k) == 0, "page in both shards: " << k);
+      uni[k] = v;
+    }
+  }
+  CHECK(sum == kPages);
+  CHECK(uni == by_page(full));  // same pages, same text
+
+  const fs::path merged = c.out("merged.jsonl");
+  CliResult m = run_ckjit("ocr --merge -o " + q(merged) + " " + shard_files[1] + " " + shard_files[0]);
+  INFO(m.output);
+  CHECK(m.status == 0);
+  const auto mrecs = records(merged);
+  REQUIRE(mrecs.size() == kPages);
+  for (size_t i = 0; i < kPages; ++i) {  // the unsharded run's order, record for record
+    json a = mrecs[i], b = full[i];
+    a.erase("timings"), b.erase("timings");
+    CHECK(a == b);
+  }
+}
+
+TEST_CASE("ckjit ocr: the Slurm array script and its merge step (the local fallback of sbatch) give the unsharded result") {
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  const fs::path outdir = c.out("slurm");
+  const std::string script = std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/ocr_array.sbatch";
+  // What sbatch --array=0-2 sets for each task (the recipe on a real Slurm is the next test case).
+  MESSAGE("local fallback, no Slurm daemon: tools/slurm/ocr_array.sbatch runs once per array index with "
+          "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT set as sbatch sets them, then tools/slurm/ocr_merge.sh");
+  const std::string env = "CKJIT=" CKJIT_BINARY_PATH " OCR_OUT_DIR=" + q(outdir) + " SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0";
+  for (int i = 0; i < 3; ++i) {
+    CliResult r = run_shell(env + " SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_ARRAY_JOB_ID=77 bash " + script + " " +
+                            c.common + " " + q(c.docs));
+    INFO(r.output);
+    CHECK((r.status == 0 || r.status == 1));
+    CHECK(fs::exists(outdir / ("shard-" + std::to_string(i) + "-of-3.jsonl")));
+  }
+  CliResult m = run_shell("CKJIT=" CKJIT_BINARY_PATH " bash " + std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/ocr_merge.sh " + q(outdir) +
+                          " 3 " + q(outdir / "all.jsonl"));
+  INFO(m.output);
+  CHECK(m.status == 0);
+  CHECK(by_page(records(outdir / "all.jsonl")) == by_page(full));
+  // A missing shard is named and the merge refuses.
+  fs::remove(outdir / "shard-1-of-3.jsonl");
+  CliResult miss = run_shell("CKJIT=" CKJIT_BINARY_PATH " bash " + std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/ocr_merge.sh " +
+                             q(outdir) + " 3 " + q(outdir / "all2.jsonl"));
+  CHECK(miss.status != 0);
+  CHECK(miss.output.find("shard-1-of-3.jsonl") != std::string::npos);
+  CHECK_FALSE(fs::exists(outdir / "all2.jsonl"));
+}
+
+TEST_CASE("ckjit ocr: the Slurm recipe on a real single-node Slurm (munged + slurmctld + slurmd in a temp dir)") {
+  if (::geteuid() != 0) CKJIT_SKIP("not root: the throw-away single-node Slurm runs its daemons as root");
+  if (run_shell("command -v slurmctld && command -v slurmd && command -v sbatch && command -v squeue && command -v munged && "
+                "command -v mungekey").status != 0)
+    CKJIT_SKIP("slurm-wlm or munge is not installed (tools/setup.sh installs them); the local-fallback test covers the scripts");
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  const std::string slurm = std::string(CKJIT_SOURCE_DIR) + "/tools/slurm/";
+  const fs::path cluster = c.out("cluster"), outdir = c.out("slurm-real");
+  struct Stop {  // the daemons go whatever the checks say
+    std::string cmd;
+    ~Stop() { run_shell(cmd); }
+  } stop{"bash " + slurm + "local_cluster.sh stop " + q(cluster)};
+  CliResult up = run_shell("bash " + slurm + "local_cluster.sh start " + q(cluster));
+  INFO(up.output);
+  REQUIRE(up.status == 0);
+  const std::string env = "SLURM_CONF=" + q(cluster / "slurm.conf") + " CKJIT=" CKJIT_BINARY_PATH " SBATCH_ARGS=--cpus-per-task=1";
+  CliResult sub = run_shell("cd " + q(c.dir) + " && " + env + " bash " + slurm + "submit.sh 3 " + q(outdir) + " " + c.common + " " + q(c.docs));
+  INFO(sub.output);
+  REQUIRE(sub.status == 0);
+  MESSAGE("real Slurm: " << sub.output);
+  // Until the queue is empty (the array and the merge after it), at most 120 s.
+  CliResult wait = run_shell(env + " bash -c 'for i in $(seq 1 480); do [ -z \"$(squeue -h -o %i)\" ] && exit 0; sleep 0.25; done; "
+                             "scancel --user=root; exit 1'");
+  CHECK_MESSAGE(wait.status == 0, "the jobs did not end in 120 s; slurmctld.log: " << ocr_test::read_file(cluster / "slurmctld.log"));
+  for (int i = 0; i < 3; ++i) CHECK(fs::exists(outdir / ("shard-" + std::to_string(i) + "-of-3.jsonl")));
+  REQUIRE(fs::exists(outdir / "all.jsonl"));
+  CHECK(by_page(records(outdir / "all.jsonl")) == by_page(full));
+}
+
+TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a message") {
+  const Corpus& c = corpus();
+  const std::string base = "ocr " + c.common + " -o " + q(c.out("bad.jsonl")) + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + "--shard 2/2 " + q(c.docs), "0-based"},
+      {base + "--shard 1/0 " + q(c.docs), "at least 1"},
+      {base + "--shard x " + q(c.docs), "expected i/N"},
+      {base + "--dpi 0 " + q(c.docs), "--dpi"},
+      {base + "-n 0 " + q(c.docs), "--n-predict"},
+      {base + "--image-min-tokens 0 " + q(c.docs), "--image-min-tokens"},
+      {base + q(c.dir / "nope"), "does not exist"},
+      {base + "--bogus " + q(c.docs), "bogus"},
+      {base, "no INPUT"},
+      {"ocr -m " + q(c.model) + " --mmproj " + q(c.mmproj) + " " + q(c.docs), "-o out.jsonl is required"},
+      {"ocr -o " + q(c.out("bad.jsonl")) + " " + q(c.docs), "-m MODEL.gguf"},
+      {"ocr -m " + q(c.dir / "missing.gguf") + " --mmproj " + q(c.mmproj) + " -o " + q(c.out("bad.jsonl")) + " " + q(c.docs),
+       "missing.gguf"},
+      {"ocr --merge -o " + q(c.out("m.jsonl")) + " " + q(c.dir / "none.jsonl"), "does not exist"},
+  };
+  for (const auto& [args, want] : cases) {
+    CliResult r = run_ckjit(args);
+    INFO(args);
+    INFO(r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(want) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(c.out("bad.jsonl")));  // nothing written on a usage error
+
+  // A model file that is not a GGUF stops the batch (exit 1) with the loader's reason.
+  ocr_test::write_file(c.dir / "junk.gguf", "not a gguf file at all");
+  CliResult junk = run_ckjit("ocr -m " + q(c.dir / "junk.gguf") + " --mmproj " + q(c.mmproj) + " -o " + q(c.out("junk.jsonl")) +
+                             " " + q(c.docs / "wide.png"));
+  INFO(junk.output);
+  CHECK(junk.status == 1);
+  CHECK(junk.output.find("loading the model") != std::string::npos);
+  CHECK(junk.output.find("junk.gguf") != std::string::npos);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,131 @@
+// `ckjit ocr INPUT... -o out.jsonl`: every page of the inputs (images, folders, PDFs) through the
+// vision model, one JSON line per page; resumable, shardable (--shard i/N) and `--merge` joins the
+// shards' journals. Only the flags live here; the work is tools/ocr (library ckjit_ocr).
+// Exit status: 0 every page ok, 1 some page failed (or the batch stopped), 2 a usage error,
+// 130 interrupted (Ctrl-C; rerun to resume).
+#include <boost/program_options.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "runtime/error.h"
+#include "tools/command.h"
+#include "tools/interrupt.h"
+#include "tools/ocr/journal.h"
+#include "tools/ocr/runner.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "ckjit ocr: error: %s\n(ckjit ocr --help lists the options)\n", msg.c_str());
+  return 2;
+}
+
+int ocr_main(const std::vector<std::string>& args) {
+  po::options_description opts("ckjit ocr options (llama.cpp names where they mean the same as in ckjit run)");
+  opts.add_options()
+      ("model,m", po::value<std::string>(), "text model GGUF (qwen3vl)")
+      ("mmproj", po::value<std::string>(), "vision projector GGUF")
+      ("output,o", po::value<std::string>(), "JSONL journal: one record per page, appended; pages already there are skipped")
+      ("prompt,p", po::value<std::string>(), "instruction after each page image (one chat turn)")
+      ("n-predict,n", po::value<int>()->default_value(256), "most tokens per page")
+      ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
+      ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
+      ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
+      ("seed", po::value<uint64_t>()->default_value(0), "sampling seed (the same for every page)")
+      ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
+      ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
+      ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
+      ("shard", po::value<std::string>(), "i/N: only this 0-based shard of N (0 <= i < N); a page's shard depends on its source path and number only")
+      ("merge", "join the journals given as INPUT (e.g. the shards') into -o: one record per page, sorted by source and page")
+      ("help,h", "show this help");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return usage_error(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: ckjit ocr -m m.gguf --mmproj mmproj.gguf -o out.jsonl [--shard i/N] INPUT...\n"
+                 "       ckjit ocr --merge -o merged.jsonl shard-0.jsonl shard-1.jsonl ...\n"
+                 "INPUT: image files (PNG, JPEG, BMP), PDFs, folders (searched recursively, sorted)\n"
+                 "exit status: 0 all pages ok, 1 some page failed, 2 usage error, 130 interrupted (rerun to resume)\n"
+              << opts;
+    return 0;
+  }
+  if (!vm.count("output")) return usage_error("-o out.jsonl is required");
+  if (!vm.count("input")) return usage_error(vm.count("merge") ? "--merge needs the journals to join" : "no INPUT given (image files, PDFs or folders)");
+  const auto inputs = vm["input"].as<std::vector<std::string>>();
+  const std::string out = vm["output"].as<std::string>();
+
+  if (vm.count("merge")) {
+    for (const char* flag : {"model", "mmproj", "shard", "prompt"})
+      if (vm.count(flag)) return usage_error(std::string("--merge joins journals; --") + flag + " does not apply");
+    for (const auto& in : inputs)
+      if (!std::filesystem::is_regular_file(in)) return usage_error("journal '" + in + "' does not exist");
+    const size_t dup = ckjit::ocr::merge_journals(inputs, out);
+    std::fprintf(stderr, "ocr: merged %zu journals into %s (%zu duplicate records dropped)\n", inputs.size(), out.c_str(), dup);
+    return 0;
+  }
+
+  ckjit::ocr::OcrOptions o;
+  o.inputs = inputs;
+  o.out = out;
+  if (!vm.count("model") || !vm.count("mmproj")) return usage_error("-m MODEL.gguf and --mmproj MMPROJ.gguf are required");
+  o.model = vm["model"].as<std::string>();
+  o.mmproj = vm["mmproj"].as<std::string>();
+  for (const std::string* f : {&o.model, &o.mmproj})
+    if (!std::filesystem::is_regular_file(*f)) return usage_error("'" + *f + "' does not exist");
+  if (vm.count("prompt")) o.prompt = vm["prompt"].as<std::string>();
+  o.n_predict = vm["n-predict"].as<int>();
+  o.threads = vm.count("threads") ? vm["threads"].as<int>() : 0;
+  o.n_ctx = vm["ctx-size"].as<int>();
+  o.temp = vm["temp"].as<float>();
+  o.seed = vm["seed"].as<uint64_t>();
+  o.image_min_tokens = vm["image-min-tokens"].as<int>();
+  o.image_max_tokens = vm["image-max-tokens"].as<int>();
+  o.dpi = vm["dpi"].as<double>();
+  if (o.n_predict < 1) return usage_error("--n-predict must be at least 1");
+  if (vm.count("threads") && o.threads < 1) return usage_error("--threads must be at least 1");
+  if (o.n_ctx < 1) return usage_error("--ctx-size must be at least 1");
+  if (!(o.temp >= 0)) return usage_error("--temp must not be negative");
+  if (o.image_min_tokens < 1 || o.image_max_tokens < o.image_min_tokens)
+    return usage_error("--image-min-tokens must be at least 1 and at most --image-max-tokens");
+  if (!(o.dpi >= 10 && o.dpi <= 1200)) return usage_error("--dpi must be between 10 and 1200");
+  try {
+    if (vm.count("shard")) o.shard = ckjit::ocr::parse_shard(vm["shard"].as<std::string>());
+    // The inputs are checked before anything loads: a typo is a usage error, not a failed page.
+    ckjit::ocr::enumerate_documents(o.inputs);
+  } catch (const ckjit::Error& e) {
+    return usage_error(e.what());
+  }
+  o.progress_tty = ::isatty(STDERR_FILENO) != 0;
+  ckjit::cli::catch_interrupt();
+  o.stop = [] { return ckjit::cli::interrupted(); };
+
+  const ckjit::ocr::OcrSummary s = ckjit::ocr::run_ocr(o, stderr);
+  std::fprintf(stderr, "ocr: %zu pages done (%zu failed), %zu skipped (already in %s)", s.done, s.failed, s.skipped, out.c_str());
+  if (s.failed_before) std::fprintf(stderr, ", of which %zu failed before", s.failed_before);
+  std::fprintf(stderr, "\n");
+  if (s.interrupted) {
+    std::fprintf(stderr, "ocr: interrupted; rerun the same command to resume\n");
+    return 130;
+  }
+  return s.failed || s.failed_before ? 1 : 0;
+}
+
+ckjit::cli::Register reg("ocr", "pages of images, folders and PDFs to JSONL text (resumable, --shard i/N)", ocr_main);
+
+}  // namespace

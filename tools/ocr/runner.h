@@ -1,0 +1,46 @@
+#pragma once
+// The batch of `ckjit ocr`: the pages of the inputs (this shard's, minus those already in the
+// journal) each through libckjit's C API — a fresh prompt of the page image and the instruction in
+// one chat turn — and one journal record per page. A page that fails is recorded with its error
+// and the batch goes on.
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tools/ocr/inputs.h"
+
+namespace ckjit::ocr {
+
+struct OcrOptions {
+  std::vector<std::string> inputs;
+  std::string out;                 // the JSONL journal
+  std::string model, mmproj;
+  std::string prompt = "Transcribe all the text on this page.";
+  int n_predict = 256;
+  int threads = 0;                 // 0: the machine's CPU budget
+  int n_ctx = 4096;
+  int image_min_tokens = 8, image_max_tokens = 4096;
+  float temp = 0.0f;
+  uint64_t seed = 0;               // the same for every page: a page's text does not depend on its neighbours
+  double dpi = 150.0;
+  Shard shard;
+  bool progress_tty = false;       // redraw a bar (stderr is a terminal) instead of a line per page
+  std::function<bool()> stop;      // polled between pages and tokens (Ctrl-C); may be empty
+};
+
+struct OcrSummary {
+  size_t pages_total = 0;   // of all inputs
+  size_t pages_shard = 0;   // of this shard
+  size_t skipped = 0;       // already in the journal
+  size_t done = 0, failed = 0;  // this run
+  size_t failed_before = 0;     // error records of this shard already in the journal
+  bool interrupted = false;
+};
+
+// Runs the batch; progress and the summary lines go to log. Throws ckjit::Error for what stops the
+// whole batch (the model does not load, the journal cannot be written).
+OcrSummary run_ocr(const OcrOptions& options, std::FILE* log);
+
+}  // namespace ckjit::ocr
