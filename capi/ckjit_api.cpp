@@ -7,7 +7,6 @@
 #include <fstream>
 #include <new>
 
-#include <stb_image.h>
 
 #include "capi/handles.h"
 #include "graph/bridge.h"
@@ -442,14 +441,11 @@ ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int
     need(data, "data");
     need(width, "width");
     need(height, "height");
-    const std::span<const uint8_t> b(static_cast<const uint8_t*>(data), size);
-    // Only the formats decode() accepts (stb alone would also read GIF, PSD, ... headers).
-    if (size == 0 || image::sniff_format(b) == image::Format::Unknown)
-      raise(CKJIT_ERR_BAD_IMAGE, "not a PNG, JPEG or BMP image");
-    if (size > size_t(INT32_MAX)) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is over 2 GiB");
-    int w = 0, h = 0, c = 0;
-    if (!stbi_info_from_memory(b.data(), int(size), &w, &h, &c))
-      raise(CKJIT_ERR_BAD_IMAGE, std::string("unreadable image header (") + stbi_failure_reason() + ")");
+    // The header checks decode() makes, without its size limit: the caller applies its own.
+    image::DecodeLimits any_size;
+    any_size.max_pixels = INT64_MAX, any_size.max_side = INT32_MAX;
+    const image::Header hd = image::read_header(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image", any_size);
+    const int w = hd.width, h = hd.height;
     *width = w, *height = h;
     return CKJIT_OK;
   });

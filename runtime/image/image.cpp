@@ -54,7 +54,7 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
 
 }  // namespace
 
-Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
+Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
   if (bytes.empty()) throw Error(name + ": empty image file");
   const Format format = sniff_format(bytes);
   if (format == Format::Unknown) throw Error(name + ": not a PNG, JPEG or BMP image");
@@ -76,6 +76,12 @@ Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const Decod
   if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
   if (too_big(w, h)) refuse(w, h);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
+  return Header{format, w, h, channels};
+}
+
+Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
+  const Header hd = read_header(bytes, name, limits);
+  const int w = hd.width, h = hd.height;
   int dw = 0, dh = 0, dc = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), int(bytes.size()), &dw, &dh, &dc, 3),
                                                stbi_image_free);

@@ -25,7 +25,15 @@ struct DecodeLimits {
 enum class Format { Png, Jpeg, Bmp, Unknown };
 Format sniff_format(std::span<const uint8_t> bytes);
 
-// `name` stands for the image in error messages (a path, or "image 2 of the request").
+struct Header {
+  Format format = Format::Unknown;
+  int width = 0, height = 0, channels = 0;
+};
+// The format and size from the header alone (no pixel decoded): every check decode() makes before
+// decoding (signature, size limits, JPEG tables). `name` stands for the image in error messages
+// (a path, or "image 2 of the request").
+Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits = {});
+
 Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits = {});
 Rgb8 load(const std::string& path, const DecodeLimits& limits = {});
 

@@ -2,7 +2,8 @@
 # Builds ckjit's libFuzzer targets with clang++ (libFuzzer + ASan + UBSan) into build-fuzz/, writes
 # their seed corpora, and optionally runs each for SECONDS:  bash tests/fuzz/build.sh [SECONDS]
 # Targets: gguf_reader, image (decode + preprocess), tokenizer (+ chat template), token_ids (--force),
-# model_load (text model and mmproj hyper-parameters and tensor checks).
+# model_load (text model and mmproj hyper-parameters and tensor checks), chat_request (ckjit serve's
+# request bodies: JSON, content parts, base64 data: URIs, image headers).
 # The main build uses g++, which has no libFuzzer; this script does not need CMake. A crash leaves
 # its input in build-fuzz/<target>/crash-*; each one found becomes a regression test.
 set -euo pipefail
@@ -20,8 +21,9 @@ declare -A SOURCES=(
   [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]}"
+  [chat_request]="$ROOT/tools/serve/openai_request.cpp $(echo "$ROOT"/runtime/image/*.cpp) $OUT/stb_image_impl.o"
 )
-TARGETS=(gguf_reader image tokenizer token_ids model_load)
+TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request)
 mkdir -p "$OUT"
 clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
 for t in "${TARGETS[@]}"; do
@@ -35,12 +37,13 @@ done
 cp "$ROOT"/tests/fixtures/vision/images/* "$OUT/image/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
+cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
 # shellcheck disable=SC2086
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${GGUF[*]} "$ROOT"/runtime/quants/*.cpp -o "$OUT/make_model_seeds"
 "$OUT/make_model_seeds" "$OUT/model_load/corpus"
 echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then
-  declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000)
+  declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384)
   for t in "${TARGETS[@]}"; do
     (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
       { tail -40 "$OUT/$t/log.txt" >&2; echo "fuzz: $t found a crash (input in $OUT/$t)" >&2; exit 1; }
