@@ -25,9 +25,10 @@ case "$cmd" in
     # Under ASan+UBSan: everything but the slow suites (hostile input must fail cleanly there too).
     build build-sanitize Sanitize
     (cd "$ROOT/build-sanitize" && ctest --output-on-failure -j "$JOBS" -LE "slow" "$@")
-    # Under ThreadSanitizer: the C API's tests (several sessions on one model in several threads).
-    build build-tsan Tsan ckjit_api_tests
-    (cd "$ROOT/build-tsan" && ctest --output-on-failure -j "$JOBS" -L "^api$" "$@")
+    # Under ThreadSanitizer: the C API's tests (several sessions on one model in several threads) and
+    # `ckjit serve --parallel 2` with concurrent requests.
+    build build-tsan Tsan ckjit_api_tests ckjit
+    (cd "$ROOT/build-tsan" && ctest --output-on-failure -j "$JOBS" -L "^(api|tsan)$" "$@")
     # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time; a crash fails.
     bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
     ;;
