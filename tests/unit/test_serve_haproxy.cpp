@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <fstream>
+#include <memory>
 #include <mutex>
 
 #include "tests/unit/serve_process.h"
@@ -39,15 +41,17 @@ int free_port() {
   return port;
 }
 
+// The configuration as the recipe makes it: tools/serve/haproxy_config.sh FRONTEND REPLICA...
 std::string config(int front, const std::vector<int>& replicas) {
-  std::ifstream in(fs::path(CKJIT_SOURCE_DIR) / "tools" / "serve" / "haproxy.cfg.in");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string cfg = ss.str(), servers;
-  for (size_t i = 0; i < replicas.size(); ++i)
-    servers += "  server r" + std::to_string(i + 1) + " 127.0.0.1:" + std::to_string(replicas[i]) + " check\n";
-  cfg.replace(cfg.find("@FRONTEND@"), 10, "127.0.0.1:" + std::to_string(front));
-  cfg.replace(cfg.find("@SERVERS@"), 9, servers);
+  std::string cmd = "bash " + (fs::path(CKJIT_SOURCE_DIR) / "tools" / "serve" / "haproxy_config.sh").string() + " 127.0.0.1:" + std::to_string(front);
+  for (int r : replicas) cmd += " 127.0.0.1:" + std::to_string(r);
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), &::pclose);
+  REQUIRE(p);
+  std::string cfg;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p.get())) > 0;) cfg.append(buf, n);
+  REQUIRE(cfg.find("@") == std::string::npos);
+  REQUIRE(cfg.find("server r" + std::to_string(replicas.size()) + " 127.0.0.1:" + std::to_string(replicas.back()) + " check") != std::string::npos);
   return cfg;
 }
 
