@@ -25,6 +25,7 @@ std::string dump_json(const OrderedJson& j, int indent = -1);
 class JsonValue {
  public:
   enum class Kind { Null, Bool, Number, String, Array, Object };
+  class Container;
   class Array;
   class Object;
 
@@ -58,11 +59,22 @@ class JsonValue {
   const nlohmann::json* node_;
 };
 
-// The elements of an array, as JsonValues (indexable, iterable).
-class JsonValue::Array {
+// What Array and Object share: the document they point into, kept alive, and the node.
+class JsonValue::Container {
  public:
   size_t size() const { return node_->size(); }
   bool empty() const { return node_->empty(); }
+
+ protected:
+  friend class JsonValue;
+  Container(std::shared_ptr<const nlohmann::json> doc, const nlohmann::json* node) : doc_(std::move(doc)), node_(node) {}
+  std::shared_ptr<const nlohmann::json> doc_;
+  const nlohmann::json* node_;
+};
+
+// The elements of an array, as JsonValues (indexable, iterable).
+class JsonValue::Array : public Container {
+ public:
   JsonValue operator[](size_t i) const { return JsonValue(doc_, &(*node_)[i]); }
   JsonValue at(size_t i) const;  // ckjit::Error past the end
   class iterator {
@@ -80,16 +92,12 @@ class JsonValue::Array {
 
  private:
   friend class JsonValue;
-  Array(std::shared_ptr<const nlohmann::json> doc, const nlohmann::json* node) : doc_(std::move(doc)), node_(node) {}
-  std::shared_ptr<const nlohmann::json> doc_;
-  const nlohmann::json* node_;
+  using Container::Container;
 };
 
 // The members of an object, as (name, JsonValue) pairs in name order.
-class JsonValue::Object {
+class JsonValue::Object : public Container {
  public:
-  size_t size() const { return node_->size(); }
-  bool empty() const { return node_->empty(); }
   class iterator {
    public:
     iterator(const Object* o, nlohmann::json::const_iterator it) : o_(o), it_(it) {}
@@ -105,9 +113,7 @@ class JsonValue::Object {
 
  private:
   friend class JsonValue;
-  Object(std::shared_ptr<const nlohmann::json> doc, const nlohmann::json* node) : doc_(std::move(doc)), node_(node) {}
-  std::shared_ptr<const nlohmann::json> doc_;
-  const nlohmann::json* node_;
+  using Container::Container;
 };
 
 // ckjit::Error "JSON: <why> at byte N" on malformed input.

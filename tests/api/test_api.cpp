@@ -64,11 +64,8 @@ ckjit_model* load(bool vision = true, int threads = 2) {
   return m;
 }
 
-std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, int n = 6) {
-  ckjit_session* s = nullptr;
-  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
-  if (image) REQUIRE_MESSAGE(ckjit_session_add_image_file(s, image) == CKJIT_OK, ckjit_session_last_error(s));
-  REQUIRE(ckjit_session_add_text(s, prompt) == CKJIT_OK);
+// Generates n tokens from a session whose prompt is already added.
+std::vector<int32_t> gen(ckjit_session* s, int n = 4) {
   ckjit_generate_params gp;
   ckjit_generate_params_default(&gp);
   gp.n_predict = n;
@@ -77,6 +74,15 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
   size_t got = 0;
   REQUIRE_MESSAGE(ckjit_generate(s, &gp, out.data(), out.size(), &got) == CKJIT_OK, ckjit_session_last_error(s));
   out.resize(got);
+  return out;
+}
+
+std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, int n = 6) {
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  if (image) REQUIRE_MESSAGE(ckjit_session_add_image_file(s, image) == CKJIT_OK, ckjit_session_last_error(s));
+  REQUIRE(ckjit_session_add_text(s, prompt) == CKJIT_OK);
+  std::vector<int32_t> out = gen(s, n);
   ckjit_session_free(s);
   return out;
 }
@@ -367,19 +373,6 @@ TEST_CASE("api: broken images or an image without a vision tower or a prompt ove
   CHECK(ckjit_session_add_image_file(s, image_path("square-64.png").c_str()) == CKJIT_ERR_NO_VISION);
   ckjit_session_free(s);
   ckjit_model_free(text_only);
-}
-
-// Generates n tokens from a session whose prompt is already added.
-std::vector<int32_t> gen(ckjit_session* s, int n = 4) {
-  ckjit_generate_params gp;
-  ckjit_generate_params_default(&gp);
-  gp.n_predict = n;
-  gp.ignore_eos = 1;
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  size_t got = 0;
-  REQUIRE_MESSAGE(ckjit_generate(s, &gp, out.data(), out.size(), &got) == CKJIT_OK, ckjit_session_last_error(s));
-  out.resize(got);
-  return out;
 }
 
 TEST_CASE("api: image_info reads the header's size and refuses what is not an image") {
