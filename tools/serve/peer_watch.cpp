@@ -1,11 +1,12 @@
 #include "tools/serve/peer_watch.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 
 namespace ckjit::serve {
@@ -31,7 +32,13 @@ bool PeerWatch::gone() {
   if (remote_port_ <= 0 || local_port_ <= 0) return false;
   if (!searched_) {
     searched_ = true;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
+    // open + fdopendir, not opendir: glibc's opendir opens its descriptor internally, so TSan
+    // never sees that number being reused and calls the closedir a race with whichever thread
+    // last used the number (a closed socket of another connection).
+    const int dir_fd = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = dir_fd >= 0 ? ::fdopendir(dir_fd) : nullptr;
+    if (!d && dir_fd >= 0) ::close(dir_fd);
+    if (d) {
       while (dirent* e = ::readdir(d)) {
         char* end = nullptr;
         const long fd = std::strtol(e->d_name, &end, 10);
@@ -46,9 +53,10 @@ bool PeerWatch::gone() {
   if (fd_ < 0) return false;
   // The descriptor closed (and perhaps reused) means the connection is over too.
   if (!matches(fd_)) return gone_ = true;
-  char c;
-  const ssize_t r = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone_ = true;
+  // poll, not a peeking recv: the same answer (the peer's FIN or a reset), and no read on the
+  // descriptor that TSan would check against the unseen accept that reused its number.
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) gone_ = true;
   return gone_;
 }
 

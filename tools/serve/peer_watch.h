@@ -2,7 +2,7 @@
 // Whether the client of a request has closed its connection, for a handler that is not writing
 // (waiting in line, or generating a non-streamed answer). httplib 0.11 gives handlers no access
 // to their socket, so the socket is found once by its ports (the request's local and remote port)
-// among this process's descriptors, and checked with a non-blocking MSG_PEEK.
+// among this process's descriptors, and checked with a zero-timeout poll (POLLRDHUP).
 #include <string>
 
 namespace ckjit::serve {
