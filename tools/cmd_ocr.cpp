@@ -41,6 +41,7 @@ int ocr_main(const std::vector<std::string>& args) {
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
       ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
+      ("retry-errors", "do the pages recorded as errors again (their error records are replaced); default: skip them")
       ("shard", po::value<std::string>(), "i/N: only this 0-based shard of N (0 <= i < N); a page's shard depends on its source path and number only")
       ("merge", "join the journals given as INPUT (e.g. the shards') into -o: one record per page, sorted by source and page")
       ("help,h", "show this help");
@@ -71,7 +72,7 @@ int ocr_main(const std::vector<std::string>& args) {
   const std::string out = vm["output"].as<std::string>();
 
   if (vm.count("merge")) {
-    for (const char* flag : {"model", "mmproj", "shard", "prompt"})
+    for (const char* flag : {"model", "mmproj", "shard", "prompt", "retry-errors"})
       if (vm.count(flag)) return usage_error(std::string("--merge joins journals; --") + flag + " does not apply");
     for (const auto& in : inputs)
       if (!std::filesystem::is_regular_file(in)) return usage_error("journal '" + in + "' does not exist");
@@ -97,6 +98,7 @@ int ocr_main(const std::vector<std::string>& args) {
   o.image_min_tokens = vm["image-min-tokens"].as<int>();
   o.image_max_tokens = vm["image-max-tokens"].as<int>();
   o.dpi = vm["dpi"].as<double>();
+  o.retry_errors = vm.count("retry-errors") != 0;
   if (o.n_predict < 1) return usage_error("--n-predict must be at least 1");
   if (vm.count("threads") && o.threads < 1) return usage_error("--threads must be at least 1");
   if (o.n_ctx < 1) return usage_error("--ctx-size must be at least 1");
@@ -117,7 +119,8 @@ int ocr_main(const std::vector<std::string>& args) {
 
   const ckjit::ocr::OcrSummary s = ckjit::ocr::run_ocr(o, stderr);
   std::fprintf(stderr, "ocr: %zu pages done (%zu failed), %zu skipped (already in %s)", s.done, s.failed, s.skipped, out.c_str());
-  if (s.failed_before) std::fprintf(stderr, ", of which %zu failed before", s.failed_before);
+  if (s.failed_before) std::fprintf(stderr, ", of which %zu failed before (--retry-errors does them again)", s.failed_before);
+  if (s.retried) std::fprintf(stderr, "; %zu of them were retried error pages", s.retried);
   std::fprintf(stderr, "\n");
   if (s.interrupted) {
     std::fprintf(stderr, "ocr: interrupted; rerun the same command to resume\n");

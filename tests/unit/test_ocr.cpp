@@ -148,6 +148,22 @@ TEST_CASE("ocr journal: records read back / a cut last line is removed and appen
   CHECK(read_journal(j.string()).dropped_partial);
   CHECK(lines_of(j).size() == 3);
 
+  // --retry-errors: only the named pages' error records go; an ok record for a page makes it done.
+  { JournalWriter w(j.string()); w.append({{"source", "a.png"}, {"page", 1}, {"error", "an older failure"}}); }
+  r = read_journal(j.string());
+  CHECK(r.failed.count(page_key("a.png", 1)) == 0);  // it has an ok record too
+  CHECK(r.failed.count(page_key("b.pdf", 2)) == 1);
+  CHECK(drop_error_records(j.string(), {}) == 0);
+  CHECK(drop_error_records(j.string(), {page_key("nope.png", 1)}) == 0);
+  CHECK(lines_of(j).size() == 4);
+  CHECK(drop_error_records(j.string(), {page_key("b.pdf", 2), page_key("a.png", 1)}) == 2);
+  r = read_journal(j.string());
+  CHECK(r.records == 2);  // a.png's ok record and c.png's
+  CHECK(r.failed.empty());
+  CHECK(r.done.count(page_key("a.png", 1)) == 1);
+  CHECK(r.done.count(page_key("b.pdf", 2)) == 0);
+  CHECK_FALSE(fs::exists(j.string() + ".partial"));
+
   // A bad line before the end: not a journal of ours; refused, the file untouched.
   const fs::path other = t.path / "other.jsonl";
   write_file(other, "{\"source\":\"a\",\"page\":1}\nnot json\n{\"source\":\"b\",\"page\":1}\n");

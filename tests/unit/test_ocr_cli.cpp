@@ -195,6 +195,47 @@ TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only 
   CHECK(by_page(recs) == by_page(full));
 }
 
+TEST_CASE("ckjit ocr --retry-errors: a page that failed is done again once mended / its error record replaced") {
+  const Corpus& c = corpus();
+  const fs::path docs = c.out("retry-docs"), out = c.out("retry.jsonl");
+  const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images";
+  fs::create_directories(docs);
+  fs::copy_file(img / "square-64.png", docs / "a.png");
+  ocr_test::write_file(docs / "b.png", "not an image at all");
+  const std::string cmd = "ocr " + c.common + " -o " + q(out) + " " + q(docs);
+  CliResult first = run_ckjit(cmd);
+  INFO(first.output);
+  CHECK(first.status == 1);
+  REQUIRE(records(out).size() == 2);
+  CHECK(records(out)[1].contains("error"));
+
+  fs::remove(docs / "b.png");
+  fs::copy_file(img / "grey-96x80.png", docs / "b.png");  // mended
+  CliResult skip = run_ckjit(cmd);  // without the flag the error stands
+  INFO(skip.output);
+  CHECK(skip.status == 1);
+  CHECK(skip.output.find("0 pages done (0 failed), 2 skipped") != std::string::npos);
+  CHECK(records(out).size() == 2);
+
+  CliResult retry = run_ckjit(cmd + " --retry-errors");
+  INFO(retry.output);
+  CHECK(retry.status == 0);
+  CHECK(retry.output.find("1 already in") != std::string::npos);
+  CHECK(retry.output.find("1 failed before (retried); 1 to do") != std::string::npos);
+  CHECK(retry.output.find("1 pages done (0 failed)") != std::string::npos);
+  const auto recs = records(out);
+  REQUIRE(recs.size() == 2);  // one record per page, the error gone
+  const auto pages = by_page(recs);
+  for (const auto& [key, rec] : pages) CHECK_FALSE(rec.contains("error"));
+  CHECK(recs[1]["source"].get<std::string>().find("b.png") != std::string::npos);
+  CHECK(recs[1]["tokens"].get<int>() >= 1);
+  // Nothing failed now: a rerun with the flag has nothing to do.
+  CliResult again = run_ckjit(cmd + " --retry-errors");
+  INFO(again.output);
+  CHECK(again.status == 0);
+  CHECK(again.output.find("0 failed before (retried); 0 to do") != std::string::npos);
+}
+
 TEST_CASE("ckjit ocr --shard: the shards split the pages and their union is the whole run / --merge joins them in order") {
   const Corpus& c = corpus();
   const auto& full = full_run();

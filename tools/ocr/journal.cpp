@@ -66,11 +66,13 @@ Parsed parse_file(const std::string& path) {
 JournalRead read_journal(const std::string& path) {
   Parsed p = parse_file(path);
   JournalRead r;
+  std::set<std::string> ok;
   for (const auto& j : p.records) {
     const std::string key = page_key(j["source"].get<std::string>(), j["page"].get<int>());
     r.done.insert(key);
-    if (j.contains("error")) r.failed.insert(key);
+    (j.contains("error") ? r.failed : ok).insert(key);
   }
+  for (const std::string& key : ok) r.failed.erase(key);  // an ok record anywhere: the page is done
   r.records = p.records.size();
   if (p.partial) {
     std::error_code ec;
@@ -102,6 +104,33 @@ void JournalWriter::append(const Record& record) {
     throw Error("writing to '" + path_ + "' failed");
 }
 
+namespace {
+// Writes records to path through path.partial and a rename: never a half-written journal.
+void replace_journal(const std::string& path, const std::vector<const Record*>& records) {
+  const std::string tmp = path + ".partial";
+  std::filesystem::remove(tmp);
+  {
+    JournalWriter w(tmp);
+    for (const Record* j : records) w.append(*j);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+}
+}  // namespace
+
+size_t drop_error_records(const std::string& path, const std::set<std::string>& keys) {
+  if (keys.empty()) return 0;
+  const std::vector<Record> all = parse_file(path).records;
+  std::vector<const Record*> kept;
+  for (const Record& j : all)
+    if (!j.contains("error") || !keys.count(page_key(j["source"].get<std::string>(), j["page"].get<int>())))
+      kept.push_back(&j);
+  if (kept.size() == all.size()) return 0;
+  replace_journal(path, kept);
+  return all.size() - kept.size();
+}
+
 size_t merge_journals(const std::vector<std::string>& inputs, const std::string& out) {
   // Keyed by (source, page) in a map: the output order, and one record per page.
   std::map<std::pair<std::string, int64_t>, Record> pages;
@@ -117,16 +146,9 @@ size_t merge_journals(const std::vector<std::string>& inputs, const std::string&
       ++duplicates;
       if (it->second.contains("error") && !j.contains("error")) it->second = std::move(j);
     }
-  // Written aside and renamed: a failed merge never leaves a half output.
-  const std::string tmp = out + ".partial";
-  std::filesystem::remove(tmp);
-  {
-    JournalWriter w(tmp);
-    for (const auto& [key, j] : pages) w.append(j);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) throw Error("cannot rename '" + tmp + "' to '" + out + "': " + ec.message());
+  std::vector<const Record*> sorted;
+  for (const auto& [key, j] : pages) sorted.push_back(&j);
+  replace_journal(out, sorted);
   return duplicates;
 }
 

@@ -16,7 +16,7 @@ using Record = nlohmann::ordered_json;
 
 struct JournalRead {
   std::set<std::string> done;     // page_key() of every record (ok or error)
-  std::set<std::string> failed;   // page_key() of the error records
+  std::set<std::string> failed;   // page_key() of the pages with error records only (none ok)
   size_t records = 0;
   bool dropped_partial = false;   // a last line cut short (a killed run) was removed
   std::string dropped_text;       // what it held, for the message
@@ -31,6 +31,11 @@ JournalRead read_journal(const std::string& path);
 // The records of a journal file as JSON objects, in file order (a bad last line ignored, as above,
 // but the file not changed). Used by the merge.
 std::vector<Record> load_records(const std::string& path);
+
+// Rewrites the journal without the error records of the given pages (page_key()), written aside
+// and renamed so that a failure leaves the journal as it was. Returns the records removed. For
+// --retry-errors: the pages are done again and their new records appended, one record per page.
+size_t drop_error_records(const std::string& path, const std::set<std::string>& keys);
 
 // Appends one record per line and flushes each.
 class JournalWriter {

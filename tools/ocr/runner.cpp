@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -127,11 +128,15 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
     std::fprintf(log, "ocr: %s: removed an unfinished last line (a killed run's page in progress: \"%s...\")\n",
                  o.out.c_str(), journal.dropped_text.c_str());
   std::vector<const Page*> todo;
+  std::set<std::string> retry;
   for (const Page& p : all) {
     if (shard_of(p.source, p.page, o.shard.count) != o.shard.index) continue;
     ++sum.pages_shard;
     const std::string key = page_key(p.source, p.page);
-    if (journal.done.count(key)) {
+    if (o.retry_errors && journal.failed.count(key)) {
+      retry.insert(key);
+      todo.push_back(&p);
+    } else if (journal.done.count(key)) {
       ++sum.skipped;
       sum.failed_before += journal.failed.count(key);
     } else {
@@ -140,7 +145,12 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   }
   std::fprintf(log, "ocr: %zu documents, %zu pages", docs.size(), sum.pages_total);
   if (o.shard.count > 1) std::fprintf(log, "; shard %u/%u: %zu pages", o.shard.index, o.shard.count, sum.pages_shard);
-  std::fprintf(log, "; %zu already in %s (skipped); %zu to do\n", sum.skipped, o.out.c_str(), todo.size());
+  std::fprintf(log, "; %zu already in %s (skipped)", sum.skipped, o.out.c_str());
+  if (o.retry_errors) std::fprintf(log, "; %zu failed before (retried)", retry.size());
+  std::fprintf(log, "; %zu to do\n", todo.size());
+  // Only this shard's pages: another shard's errors in a shared journal stay as they are.
+  drop_error_records(o.out, retry);
+  sum.retried = retry.size();
 
   JournalWriter writer(o.out);
   Engine engine(o);

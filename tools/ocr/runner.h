@@ -26,6 +26,7 @@ struct OcrOptions {
   uint64_t seed = 0;               // the same for every page: a page's text does not depend on its neighbours
   double dpi = 150.0;
   Shard shard;
+  bool retry_errors = false;       // pages recorded as errors are done again (their error records removed)
   bool progress_tty = false;       // redraw a bar (stderr is a terminal) instead of a line per page
   std::function<bool()> stop;      // polled between pages and tokens (Ctrl-C); may be empty
 };
@@ -35,7 +36,8 @@ struct OcrSummary {
   size_t pages_shard = 0;   // of this shard
   size_t skipped = 0;       // already in the journal
   size_t done = 0, failed = 0;  // this run
-  size_t failed_before = 0;     // error records of this shard already in the journal
+  size_t failed_before = 0;     // error records of this shard already in the journal (and kept)
+  size_t retried = 0;           // error records of this shard removed to do their pages again
   bool interrupted = false;
 };
 
