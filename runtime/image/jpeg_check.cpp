@@ -1,36 +1,144 @@
 #include "runtime/image/jpeg_check.h"
 
+#include <utility>
+
 #include "runtime/error.h"
 
 namespace ckjit::image {
 
-void check_jpeg_huffman_tables(std::span<const uint8_t> b, const std::string& name) {
-  const size_t n = b.size();
-  auto standalone = [](uint8_t m) { return m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7); };
-  size_t i = 2;  // after SOI
-  while (i + 1 < n) {
-    if (b[i] != 0xff) return;  // not at a marker: stb reports the corruption
-    const uint8_t m = b[i + 1];
-    if (m == 0xff) { ++i; continue; }  // fill byte
-    if (standalone(m)) { i += 2; continue; }
-    if (m == 0xd9 || i + 4 > n) return;  // EOI, or too short for a length: stb's to judge
-    const size_t len = size_t(b[i + 2]) << 8 | b[i + 3];
-    if (len < 2 || i + 2 + len > n) return;
-    if (m == 0xc4) {
-      const size_t end = i + 2 + len;
-      for (size_t p = i + 4; p < end;) {
-        if (p + 17 > end) throw Error(name + ": corrupt JPEG: a Huffman table is cut short");
-        size_t codes = 0;
-        for (int k = 1; k <= 16; ++k) codes += b[p + k];
-        if (codes > 256) throw Error(name + ": corrupt JPEG: a Huffman table lists " + std::to_string(codes) + " codes (at most 256)");
-        p += 17 + codes;
-        if (p > end) throw Error(name + ": corrupt JPEG: a Huffman table overruns its segment");
+namespace {
+
+// Reads the bytes the way stb_image's memory context does: past the end every byte is 0 and a skip
+// may move beyond the end.
+struct StbReader {
+  std::span<const uint8_t> b;
+  size_t pos = 0;
+  bool at_eof() const { return pos >= b.size(); }
+  int get8() { return pos < b.size() ? b[pos++] : 0; }
+  int get16() { const int hi = get8(); return hi << 8 | get8(); }
+  void skip(size_t n) { pos += n; }
+};
+
+constexpr int kNoMarker = 0xff;  // stb's STBI__MARKER_none
+
+bool is_sof(int m) { return m == 0xc0 || m == 0xc1 || m == 0xc2; }
+bool is_rst(int m) { return m >= 0xd0 && m <= 0xd7; }
+
+// The walk follows stb_image 2.27's marker handling (stbi__decode_jpeg_image and the functions it
+// calls) on every path where stb goes on; where stb would give up, the walk stops too (stb then
+// reports the corruption itself). Each function returns false where stb returns an error.
+class StbJpegWalk {
+ public:
+  StbJpegWalk(std::span<const uint8_t> bytes, const std::string& name) : r_{bytes}, name_(name) {}
+
+  void run() {
+    if (marker() != 0xd8) return;  // no SOI
+    // Header: markers before the frame; stb skips stray bytes between them here.
+    int m = marker();
+    while (!is_sof(m)) {
+      if (!segment(m)) return;
+      m = marker();
+      while (m == kNoMarker) {
+        if (r_.at_eof()) return;
+        m = marker();
       }
     }
-    i += 2 + len;
-    if (m == 0xda)  // entropy-coded data until the next marker (0xff 0x00 is a stuffed byte, RSTn sits inside)
-      while (i + 1 < n && !(b[i] == 0xff && b[i + 1] != 0x00 && !(b[i + 1] >= 0xd0 && b[i + 1] <= 0xd7))) ++i;
+    if (!sized_segment()) return;  // frame header: on success stb consumes exactly its length
+    // Image: scans and the tables between them, until EOI.
+    for (m = marker(); m != 0xd9; m = marker()) {
+      if (m == 0xda) {
+        if (!sized_segment()) return;  // scan header (stb checks Ls == 6 + 2n)
+        skip_entropy_coded_data();
+      } else if (m == 0xdc) {  // DNL: length 4 and a height
+        if (r_.get16() != 4) return;
+        r_.get16();
+      } else if (!segment(m)) {
+        return;
+      }
+    }
   }
+
+ private:
+  int marker() {
+    if (pending_ != kNoMarker) return std::exchange(pending_, kNoMarker);
+    int x = r_.get8();
+    if (x != 0xff) return kNoMarker;
+    while (x == 0xff) x = r_.get8();
+    return x;
+  }
+
+  bool sized_segment() {
+    const int len = r_.get16();
+    if (len < 2) return false;
+    r_.skip(size_t(len - 2));
+    return true;
+  }
+
+  // stb's decoder stops at the first 0xff followed (after fill bytes) by anything but a stuffed 0
+  // (it passes restart markers when a restart interval is set; passing them always is the cautious
+  // reading). If it finished its blocks earlier, stb takes the byte after the next 0xff as the marker,
+  // which only errs where this walk goes on: the walk then checks tables stb never reaches.
+  void skip_entropy_coded_data() {
+    while (!r_.at_eof()) {
+      if (r_.get8() != 0xff) continue;
+      int c = r_.get8();
+      while (c == 0xff) c = r_.get8();
+      if (c != 0 && !is_rst(c)) {
+        pending_ = c;
+        return;
+      }
+    }
+  }
+
+  // stbi__process_marker: restart interval, quantisation and Huffman tables, APPn and COM.
+  bool segment(int m) {
+    switch (m) {
+      case kNoMarker: return false;
+      case 0xdd:  // DRI
+        if (r_.get16() != 4) return false;
+        r_.get16();
+        return true;
+      case 0xdb: {  // DQT
+        int len = r_.get16() - 2;
+        while (len > 0) {
+          const int q = r_.get8(), p = q >> 4, t = q & 15;
+          if (p > 1 || t > 3) return false;
+          r_.skip(p ? 128 : 64);
+          len -= p ? 129 : 65;
+        }
+        return len == 0;
+      }
+      case 0xc4: {  // DHT: stb fills a 257-entry size table from the 16 counts before any check
+        int len = r_.get16() - 2;
+        while (len > 0) {
+          const int q = r_.get8(), tc = q >> 4, th = q & 15;
+          if (tc > 1 || th > 3) return false;
+          int codes = 0;
+          for (int k = 0; k < 16; ++k) codes += r_.get8();
+          if (codes > 256)
+            throw Error(name_ + ": corrupt JPEG: a Huffman table lists " + std::to_string(codes) + " codes (at most 256)");
+          r_.skip(size_t(codes));
+          len -= 17 + codes;
+        }
+        return len == 0;
+      }
+      default: break;
+    }
+    if ((m >= 0xe0 && m <= 0xef) || m == 0xfe) {  // APPn, COM: stb consumes exactly the length
+      return sized_segment();
+    }
+    return false;  // stb: unknown marker
+  }
+
+  StbReader r_;
+  const std::string& name_;
+  int pending_ = kNoMarker;
+};
+
+}  // namespace
+
+void check_jpeg_huffman_tables(std::span<const uint8_t> bytes, const std::string& name) {
+  StbJpegWalk(bytes, name).run();
 }
 
 }  // namespace ckjit::image

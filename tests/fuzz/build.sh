@@ -34,7 +34,7 @@ done
 # Seeds: small valid GGUF files, the test images, a few texts and id lists.
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
 "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
-cp "$ROOT"/tests/fixtures/vision/images/* "$OUT/image/corpus/"
+cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$OUT/image/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"

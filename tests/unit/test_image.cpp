@@ -86,9 +86,28 @@ TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
   // A JPEG whose DHT lists more than 256 codes: Debian's stb_image writes past its size table.
   const std::string dir = std::string(CKJIT_FIXTURES_DIR) + "/hostile-images/";
   CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-257-codes.jpg"), doctest::Contains("Huffman table lists"), Error);
+  // The same table behind stray bytes between header segments (stb skips them before the frame), and
+  // one whose segment runs past the end of the file (stb reads zeros there): the first check gave up
+  // at both, where stb goes on (found by the CI fuzz run of session 7).
+  CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-after-stray-bytes.jpg"), doctest::Contains("Huffman table lists 320"), Error);
+  CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-past-end.jpg"), doctest::Contains("Huffman table lists 320"), Error);
   // The same check passes every valid JPEG the tests hold.
   const Rgb8 ok = load(std::string(CKJIT_FIXTURES_DIR) + "/vision/images/big-640x480.jpg");
   CHECK(ok.width == 640);
+}
+
+TEST_CASE("image: the JPEG table check passes progressive, restart-marker and padded files") {
+  // tests/fixtures/jpeg-variants: one crop written by jpegtran as baseline, progressive and with a
+  // restart marker after every MCU, plus stray zero bytes after the first header segment (which
+  // stb skips). The check must let each through, and the coefficients are the same, so the pixels are.
+  const std::string dir = std::string(CKJIT_FIXTURES_DIR) + "/jpeg-variants/";
+  const Rgb8 base = load(dir + "baseline-96x64.jpg");
+  CHECK((base.width == 96 && base.height == 64));
+  for (const char* f : {"progressive-96x64.jpg", "restart-96x64.jpg", "padded-96x64.jpg"}) {
+    CAPTURE(f);
+    const Rgb8 v = load(dir + f);
+    CHECK(v.pixels == base.pixels);
+  }
 }
 
 TEST_CASE("preprocess: target sizes follow llama.cpp's smart resize") {
