@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/image/jpeg_check.h"
+#include "runtime/image/png_check.h"
 
 namespace ckjit::image {
 
@@ -52,6 +53,15 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   return false;
 }
 
+// stb's reason for a failure; it quotes raw bytes of the file (an unknown PNG chunk's type), which
+// are shown as '?' unless printable ASCII, so no message carries a hostile file's control bytes.
+std::string stb_reason() {
+  std::string r = stbi_failure_reason() ? stbi_failure_reason() : "unknown";
+  for (char& c : r)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return r;
+}
+
 }  // namespace
 
 Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
@@ -70,9 +80,10 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
   if (header_size(bytes, format, cw, ch) && too_big(cw, ch)) refuse(cw, ch);
   if (bytes.size() > size_t(INT32_MAX)) throw Error(name + ": image file larger than 2 GiB");
   if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
+  if (format == Format::Png) check_png_chunk_lengths(bytes, name);
   int w = 0, h = 0, channels = 0;
   if (!stbi_info_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels))
-    throw Error(name + ": unreadable image header (" + std::string(stbi_failure_reason()) + ")");
+    throw Error(name + ": unreadable image header (" + stb_reason() + ")");
   if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
   if (too_big(w, h)) refuse(w, h);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
@@ -85,7 +96,7 @@ Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const Decod
   int dw = 0, dh = 0, dc = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), int(bytes.size()), &dw, &dh, &dc, 3),
                                                stbi_image_free);
-  if (!px) throw Error(name + ": corrupt or truncated image data (" + std::string(stbi_failure_reason()) + ")");
+  if (!px) throw Error(name + ": corrupt or truncated image data (" + stb_reason() + ")");
   if (dw != w || dh != h) throw Error(name + ": decoded size differs from the header's");
   Rgb8 out;
   out.width = w;

@@ -25,7 +25,13 @@ declare -A SOURCES=(
 )
 TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request)
 mkdir -p "$OUT"
-clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
+# stb_image (Debian's header, compiled in so the decoder is instrumented) keeps ASan and UBSan's bounds,
+# null and alignment checks, which caught its Huffman-table overflow. UB that only changes values or
+# touches nothing there (a null pointer plus 0 and a 0-byte memcpy to it, signed overflow and shifts in its
+# entropy decoder and IDCT) is not checked in stb's object alone: ckjit cannot patch stb, and such a
+# report says nothing about memory safety. ckjit's own code is built with every UBSan check.
+STB_UNCHECKED=(-fno-sanitize=pointer-overflow,nonnull-attribute,signed-integer-overflow,shift)
+clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t/corpus"
   # shellcheck disable=SC2086
@@ -34,7 +40,9 @@ done
 # Seeds: small valid GGUF files, the test images, a few texts and id lists.
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
 "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
-cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$OUT/image/corpus/"
+# The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
+# regression inputs under the instrumented decoder too.
+cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* "$OUT/image/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"

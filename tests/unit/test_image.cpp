@@ -4,6 +4,7 @@
 
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -91,6 +92,20 @@ TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
   // at both, where stb goes on (found by the CI fuzz run of session 7).
   CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-after-stray-bytes.jpg"), doctest::Contains("Huffman table lists 320"), Error);
   CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-past-end.jpg"), doctest::Contains("Huffman table lists 320"), Error);
+  // A PNG whose first IDAT is empty and whose next chunk has a binary type (found by the fuzzer of
+  // session 7: stb adds 0 to a null pointer there). A clean error whose message, which quotes the
+  // chunk's type, is printable ASCII only.
+  try {
+    (void)load(dir + "png-empty-first-idat.png");
+    FAIL("png-empty-first-idat.png decoded");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("PNG") != std::string::npos);
+    CHECK(std::all_of(m.begin(), m.end(), [](char c) { return c >= 0x20 && c <= 0x7e; }));
+  }
+  // A 90-byte PNG whose IDAT claims 1.2 GB: stb would allocate 2 GiB before reading it (fuzzer,
+  // session 7). Refused from the chunk table, before stb sees it.
+  CHECK_THROWS_WITH_AS(load(dir + "png-idat-claims-1g.png"), doctest::Contains("chunk 'IDAT' claims 1417174627 bytes"), Error);
   // The same check passes every valid JPEG the tests hold.
   const Rgb8 ok = load(std::string(CKJIT_FIXTURES_DIR) + "/vision/images/big-640x480.jpg");
   CHECK(ok.width == 640);
