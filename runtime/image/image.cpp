@@ -1,7 +1,5 @@
 #include "runtime/image/image.h"
 
-#include <stb_image.h>
-
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -10,6 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/image/jpeg_check.h"
 #include "runtime/image/png_check.h"
+#include "runtime/image/stb_decoder.h"
 
 namespace ckjit::image {
 
@@ -53,13 +52,11 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   return false;
 }
 
-// stb's reason for a failure; it quotes raw bytes of the file (an unknown PNG chunk's type), which
-// are shown as '?' unless printable ASCII, so no message carries a hostile file's control bytes.
-std::string stb_reason() {
-  std::string r = stbi_failure_reason() ? stbi_failure_reason() : "unknown";
-  for (char& c : r)
-    if (c < 0x20 || c > 0x7e) c = '?';
-  return r;
+// The most one allocation of stb's may take for a W x H image of `file` bytes: 16-bit RGBA rows
+// with their filter bytes, stb's doubling growth, blocks padded to whole MCUs, and the compressed
+// data itself, with room to spare. A legitimate file never comes near it; a decompression bomb does.
+size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
+  return size_t(16 * (w + 64) * (h + 64)) + 2 * file + (size_t(16) << 20);
 }
 
 }  // namespace
@@ -81,9 +78,9 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
   if (bytes.size() > size_t(INT32_MAX)) throw Error(name + ": image file larger than 2 GiB");
   if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
   if (format == Format::Png) check_png_chunk_lengths(bytes, name);
-  int w = 0, h = 0, channels = 0;
-  if (!stbi_info_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels))
-    throw Error(name + ": unreadable image header (" + stb_reason() + ")");
+  stb::Info info;
+  if (!stb::info(bytes, info)) throw Error(name + ": unreadable image header (" + stb::failure_reason() + ")");
+  const int w = info.width, h = info.height, channels = info.channels;
   if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
   if (too_big(w, h)) refuse(w, h);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
@@ -93,15 +90,17 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
 Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
   const Header hd = read_header(bytes, name, limits);
   const int w = hd.width, h = hd.height;
-  int dw = 0, dh = 0, dc = 0;
-  std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), int(bytes.size()), &dw, &dh, &dc, 3),
-                                               stbi_image_free);
-  if (!px) throw Error(name + ": corrupt or truncated image data (" + stb_reason() + ")");
-  if (dw != w || dh != h) throw Error(name + ": decoded size differs from the header's");
+  const size_t cap = max_decode_alloc(w, h, bytes.size());
+  const stb::Pixels px = stb::decode_rgb(bytes, cap);
+  if (px.over_cap)
+    throw Error(name + ": image data expands beyond what a " + std::to_string(w) + " x " + std::to_string(h) +
+                " image needs (one buffer over " + std::to_string(cap >> 20) + " MiB): refused as a decompression bomb");
+  if (!px.rgb) throw Error(name + ": corrupt or truncated image data (" + stb::failure_reason() + ")");
+  if (px.width != w || px.height != h) throw Error(name + ": decoded size differs from the header's");
   Rgb8 out;
   out.width = w;
   out.height = h;
-  out.pixels.assign(px.get(), px.get() + size_t(w) * size_t(h) * 3);
+  out.pixels.assign(px.rgb.get(), px.rgb.get() + size_t(w) * size_t(h) * 3);
   return out;
 }
 

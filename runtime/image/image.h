@@ -1,5 +1,6 @@
 #pragma once
-// Image decoding for the vision path: PNG, JPEG or BMP (stb_image, Debian's libstb) from a file or
+// Image decoding for the vision path: PNG, JPEG or BMP (stb_image from Debian's libstb-dev, compiled in
+// runtime/image/stb_decoder.cpp with a cap on its allocations) from a file or
 // from memory, always to 8-bit RGB (grey and grey+alpha are expanded, alpha is dropped, as
 // llama.cpp's mtmd loads images). Everything is validated before pixels are decoded: the format
 // by its signature, the dimensions and channel count from the header, a pixel limit against

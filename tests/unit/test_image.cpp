@@ -92,6 +92,9 @@ TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
   // at both, where stb goes on (found by the CI fuzz run of session 7).
   CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-after-stray-bytes.jpg"), doctest::Contains("Huffman table lists 320"), Error);
   CHECK_THROWS_WITH_AS(load(dir + "jpeg-huffman-past-end.jpg"), doctest::Contains("Huffman table lists 320"), Error);
+  // A progressive JPEG whose AC scan names a table no DHT defined: stb reads the table's
+  // uninitialised memory as indices (fuzzer, session 7).
+  CHECK_THROWS_WITH_AS(load(dir + "jpeg-scan-uses-undefined-table.jpg"), doctest::Contains("uses Huffman table AC0, which no DHT"), Error);
   // A PNG whose first IDAT is empty and whose next chunk has a binary type (found by the fuzzer of
   // session 7: stb adds 0 to a null pointer there). A clean error whose message, which quotes the
   // chunk's type, is printable ASCII only.
@@ -106,6 +109,10 @@ TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
   // A 90-byte PNG whose IDAT claims 1.2 GB: stb would allocate 2 GiB before reading it (fuzzer,
   // session 7). Refused from the chunk table, before stb sees it.
   CHECK_THROWS_WITH_AS(load(dir + "png-idat-claims-1g.png"), doctest::Contains("chunk 'IDAT' claims 1417174627 bytes"), Error);
+  // A 64 x 64 PNG whose zlib stream inflates to 64 MiB (65 KB on disk): stb inflates all of it,
+  // growing one buffer, so a 2 MB file could take gigabytes. Every stb allocation is capped from the
+  // header's size, and the file is refused as a bomb.
+  CHECK_THROWS_WITH_AS(load(dir + "png-zlib-bomb-64mib.png"), doctest::Contains("decompression bomb"), Error);
   // The same check passes every valid JPEG the tests hold.
   const Rgb8 ok = load(std::string(CKJIT_FIXTURES_DIR) + "/vision/images/big-640x480.jpg");
   CHECK(ok.width == 640);
