@@ -40,12 +40,13 @@ for t in "${TARGETS[@]}"; do
   # shellcheck disable=SC2086
   "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]} -o "$OUT/fuzz_$t"
 done
-# Seeds: small valid GGUF files, the test images, a few texts and id lists.
+# Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
 "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
 # The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
 # regression inputs under the instrumented decoder too.
-cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* "$OUT/image/corpus/"
+cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* \
+  "$ROOT"/tests/fuzz/seeds/image/* "$OUT/image/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
