@@ -12,4 +12,12 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Text taken from an untrusted file (a chunk type, a decoder's reason quoting the file's bytes) as
+// it may appear in a message: bytes outside printable ASCII become '?'.
+inline std::string printable_ascii(std::string s) {
+  for (char& c : s)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return s;
+}
+
 }  // namespace ckjit

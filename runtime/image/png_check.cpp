@@ -14,9 +14,7 @@ void check_png_chunk_lengths(std::span<const uint8_t> b, const std::string& name
     const bool iend = std::memcmp(&b[i + 4], "IEND", 4) == 0;
     const uint64_t left = b.size() - i - 8;
     if (len > left || (!iend && len + 4 > left)) {
-      std::string type(reinterpret_cast<const char*>(&b[i + 4]), 4);
-      for (char& c : type)
-        if (c < 0x20 || c > 0x7e) c = '?';
+      const std::string type = printable_ascii(std::string(reinterpret_cast<const char*>(&b[i + 4]), 4));
       throw Error(name + ": truncated or corrupt PNG: chunk '" + type + "' claims " + std::to_string(len) +
                   " bytes, the file has " + std::to_string(left) + " after its header");
     }

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "runtime/error.h"
+
 namespace {
 
 // The cap of the decode running on this thread (0: no decode running, no cap) and whether it was hit.
@@ -57,10 +59,7 @@ Pixels decode_rgb(std::span<const uint8_t> bytes, size_t max_alloc) {
 
 std::string failure_reason() {
   const char* r = stbi_failure_reason();
-  std::string s = r ? r : "unknown";
-  for (char& c : s)
-    if (c < 0x20 || c > 0x7e) c = '?';
-  return s;
+  return printable_ascii(r ? r : "unknown");
 }
 
 }  // namespace ckjit::image::stb
