@@ -9,17 +9,9 @@
 
 
 #include "capi/handles.h"
-#include "graph/bridge.h"
-#include "graph/generate.h"
-#include "jit/isa_select.h"
-#include "jit/planner/profile.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
 #include "runtime/tokenizer/chat_template.h"
-#include "runtime/tokenizer/gguf_vocab.h"
-#include "topology/memory.h"
-#include "vision/image_input.h"
-#include "vision/load_memory.h"
 
 using namespace ckjit;
 using capi::Kind;
@@ -42,6 +34,22 @@ ckjit_status fail(capi::ErrorSlot* slot, ckjit_status st, const std::string& msg
   return st;
 }
 
+// A library error's status: its kind's, or the call's own category for a plain Error.
+ckjit_status status_of(ErrorKind k, ckjit_status as) {
+  switch (k) {
+    case ErrorKind::general: return as;
+    case ErrorKind::invalid_argument: return CKJIT_ERR_INVALID_ARGUMENT;
+    case ErrorKind::io: return CKJIT_ERR_IO;
+    case ErrorKind::bad_model: return CKJIT_ERR_BAD_MODEL;
+    case ErrorKind::bad_image: return CKJIT_ERR_BAD_IMAGE;
+    case ErrorKind::no_vision: return CKJIT_ERR_NO_VISION;
+    case ErrorKind::context_full: return CKJIT_ERR_CONTEXT_FULL;
+    case ErrorKind::out_of_memory: return CKJIT_ERR_OUT_OF_MEMORY;
+    case ErrorKind::unsupported: return CKJIT_ERR_UNSUPPORTED;
+  }
+  return as;
+}
+
 // Runs body; exceptions become statuses (`as` for ckjit::Error: the call's own category).
 template <class F>
 ckjit_status guarded(capi::ErrorSlot* slot, ckjit_status as, F&& body) {
@@ -51,7 +59,7 @@ ckjit_status guarded(capi::ErrorSlot* slot, ckjit_status as, F&& body) {
   } catch (const Failure& f) {
     return fail(slot, f.status, f.message);
   } catch (const Error& e) {
-    return fail(slot, as, e.what());
+    return fail(slot, status_of(e.kind(), as), e.what());
   } catch (const std::bad_alloc&) {
     return fail(slot, CKJIT_ERR_OUT_OF_MEMORY, "out of memory");
   } catch (const std::exception& e) {
@@ -102,21 +110,7 @@ T read_params(const T* given, void (*defaults)(T*)) {
   return p;
 }
 
-std::vector<graph::ImageRows> image_rows(const std::vector<std::shared_ptr<const vision::ImageEmbedding>>& images) {
-  std::vector<graph::ImageRows> out;
-  for (const auto& e : images) out.push_back({e->nx, e->ny, e->row_width, e->rows.data()});
-  return out;
-}
-
-void check_readable(const char* path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) raise(CKJIT_ERR_IO, std::string("cannot open ") + what + " '" + path + "'");
-}
-
-const topo::Machine& machine() {
-  static const topo::Machine m = topo::detect_machine();
-  return m;
-}
+const topo::Machine& machine() { return topo::this_machine(); }
 
 }  // namespace
 
@@ -179,60 +173,29 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     need(out, "out");
     need(model_path, "model_path");
     const ckjit_model_params p = read_params(given, ckjit_model_params_default);
-    if (p.n_threads < 0 || p.n_ctx < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads and n_ctx must not be negative");
+    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx and n_batch must not be negative");
     auto progress = [&](float f) {
       if (p.progress && p.progress(f, p.progress_user_data)) raise(CKJIT_ERR_CANCELLED, "the load was cancelled by its progress callback");
     };
-    const auto t0 = Clock::now();
-    progress(0.0f);
-    check_readable(model_path, "model");
-    if (mmproj_path) check_readable(mmproj_path, "mmproj");
     auto core = std::make_shared<capi::ModelCore>();
-    core->machine = machine();
-    core->threads = p.n_threads > 0 ? p.n_threads : std::max(1, core->machine.usable_cpus);
     core->n_ctx = p.n_ctx > 0 ? p.n_ctx : 4096;
-    topo::Isa isa = jit::runtime_isa();
-    if (p.max_isa) {
-      try {
-        isa = topo::cap_isa(isa, p.max_isa);
-      } catch (const Error& e) {
-        raise(CKJIT_ERR_INVALID_ARGUMENT, e.what());
-      }
-    }
-    core->file.emplace(gguf::GgufFile::open(model_path));
-    graph::read_hparams(*core->file);
-    std::optional<vision::VisionHparams> vhp;
-    if (mmproj_path) {
-      core->mmproj.emplace(gguf::GgufFile::open(mmproj_path));
-      vhp = vision::read_vision_hparams(*core->mmproj);
-    }
-    try {
-      vision::require_load_memory(*core->file, core->mmproj ? &*core->mmproj : nullptr);
-    } catch (const Error& e) {
-      raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
-    }
-    progress(0.1f);
-    auto pool = graph::Workers::for_budget(core->machine, core->threads);
-    ProfileLoad profile;
-    if (p.use_profile) profile = load_profile_for(core->machine);
-    core->planner = std::make_unique<graph::LinearPlanner>(core->machine, pool->size(), profile.profile, profile.path);
-    graph::ModelOptions mopt;
-    mopt.linear.isa = isa;
-    mopt.linear.repack_threads = pool->size();
-    mopt.linear.plan_rows = 512;
-    mopt.linear.planner = core->planner.get();
-    core->text = std::make_unique<graph::TextModel>(*core->file, mopt, *pool);
-    progress(0.7f);
-    if (vhp) {
-      vision::check_pair(*vhp, mmproj_path, core->text->hparams(), model_path);
-      core->vision = std::make_unique<vision::VisionModel>(*core->mmproj, isa, *pool);
-    }
-    progress(0.9f);
-    core->tok = std::make_unique<tok::Tokenizer>(tok::vocab_from_gguf(*core->file));
-    if (core->tok->n_tokens() > core->text->hparams().n_vocab)
-      raise(CKJIT_ERR_BAD_MODEL, std::string(model_path) + ": the tokenizer has more tokens than token_embd has rows");
+    core->n_batch = p.n_batch > 0 ? p.n_batch : 512;
+    pair::LoadOptions lo;
+    lo.model_path = model_path;
+    if (mmproj_path) lo.mmproj_path = mmproj_path;
+    if (p.find_mmproj < CKJIT_MMPROJ_NONE || p.find_mmproj > CKJIT_MMPROJ_FIND_IF_ANY)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "find_mmproj must be CKJIT_MMPROJ_NONE, CKJIT_MMPROJ_FIND or CKJIT_MMPROJ_FIND_IF_ANY");
+    lo.want_vision = !mmproj_path && p.find_mmproj != CKJIT_MMPROJ_NONE;
+    lo.vision_optional = p.find_mmproj == CKJIT_MMPROJ_FIND_IF_ANY;
+    lo.threads = p.n_threads;
+    lo.max_isa = p.max_isa ? p.max_isa : "";
+    lo.use_profile = p.use_profile != 0;
+    lo.plan_rows = core->n_batch;  // the sessions' default chunk: what their prefill runs
+    lo.progress = progress;
+    const auto t0 = Clock::now();
+    core->pair = pair::Model::load(lo);
     core->load_ms = ms_since(t0);
-    progress(1.0f);
     auto* m = new ckjit_model;
     m->core = std::move(core);
     capi::register_handle(m, Kind::model);
@@ -254,12 +217,17 @@ const char* ckjit_model_last_error(const ckjit_model* m) {
 
 int32_t ckjit_model_n_vocab(const ckjit_model* m) {
   if (!m || !capi::live_handle(m, Kind::model)) return 0;
-  return int32_t(m->core->text->hparams().n_vocab);
+  return int32_t(m->core->pair->hparams().n_vocab);
 }
 
 int32_t ckjit_model_has_vision(const ckjit_model* m) {
   if (!m || !capi::live_handle(m, Kind::model)) return 0;
-  return m->core->vision ? 1 : 0;
+  return m->core->pair->vision() ? 1 : 0;
+}
+
+const char* ckjit_model_mmproj_path(const ckjit_model* m) {
+  if (!m || !capi::live_handle(m, Kind::model)) return "";
+  return m->core->pair->mmproj_path().c_str();
 }
 
 double ckjit_model_load_ms(const ckjit_model* m) {
@@ -275,7 +243,7 @@ ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text, int32_t 
     need(text, "text");
     need(n_tokens, "n_tokens");
     if (capacity > 0) need(tokens, "tokens");
-    const std::vector<int32_t> ids = m->core->tok->encode(text, /*add_special=*/true, parse_special != 0);
+    const std::vector<int32_t> ids = m->core->pair->tokenizer().encode(text, /*add_special=*/true, parse_special != 0);
     *n_tokens = ids.size();
     if (ids.size() > capacity)
       raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the text has " + std::to_string(ids.size()) + " tokens, capacity " + std::to_string(capacity));
@@ -292,11 +260,11 @@ ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, s
     if (n > 0) need(tokens, "tokens");
     need(needed, "needed");
     if (size > 0) need(buf, "buf");
-    const int32_t V = m->core->tok->n_tokens();
+    const int32_t V = m->core->pair->tokenizer().n_tokens();
     for (size_t i = 0; i < n; ++i)
       if (tokens[i] < 0 || tokens[i] >= V)
         raise(CKJIT_ERR_INVALID_ARGUMENT, "token " + std::to_string(tokens[i]) + " is outside the vocabulary (" + std::to_string(V) + ")");
-    const std::string text = m->core->tok->decode(std::span<const int32_t>(tokens, n), special != 0);
+    const std::string text = m->core->pair->tokenizer().decode(std::span<const int32_t>(tokens, n), special != 0);
     *needed = text.size() + 1;
     if (size < text.size() + 1) raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the text needs " + std::to_string(text.size() + 1) + " bytes");
     std::memcpy(buf, text.c_str(), text.size() + 1);
@@ -320,18 +288,18 @@ ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* g
     if (p.n_ctx < 0 || p.n_batch < 0 || p.image_min_tokens < 0 || p.image_max_tokens < 0)
       raise(CKJIT_ERR_INVALID_ARGUMENT, "session parameters must not be negative");
     if (p.n_ctx == 0) p.n_ctx = int32_t(m->core->n_ctx);
-    if (p.n_batch == 0) p.n_batch = 512;
+    if (p.n_batch == 0) p.n_batch = int32_t(m->core->n_batch);
     if (p.image_min_tokens == 0) p.image_min_tokens = 8;
     if (p.image_max_tokens == 0) p.image_max_tokens = 4096;
     if (p.image_max_tokens < p.image_min_tokens) raise(CKJIT_ERR_INVALID_ARGUMENT, "image_max_tokens is below image_min_tokens");
     auto s = std::make_unique<ckjit_session>();
     s->core = m->core;
     s->params = p;
-    s->pool = graph::Workers::for_budget(m->core->machine, m->core->threads);
-    graph::SessionOptions so;
-    so.n_ctx = p.n_ctx;
-    so.n_ubatch = std::min(p.n_batch, p.n_ctx);
-    s->session = std::make_unique<graph::Session>(*m->core->text, so, *s->pool);
+    pair::ContextOptions co;
+    co.n_ctx = p.n_ctx;
+    co.n_batch = p.n_batch;
+    co.image_min_tokens = p.image_min_tokens, co.image_max_tokens = p.image_max_tokens;
+    s->ctx = std::make_unique<pair::Context>(m->core->pair, co);
     s->timings.load_ms = m->core->load_ms;
     capi::register_handle(s.get(), Kind::session);
     *out = s.release();
@@ -354,7 +322,7 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INTERNAL, [&] {
     ckjit_session* s = session_of(session);
-    s->session->reset();
+    s->ctx->session().reset();
     s->clear_prompt();
     s->logits.clear();
     const double load = s->timings.load_ms;
@@ -369,49 +337,36 @@ ckjit_status ckjit_session_add_text(ckjit_session* session, const char* text) {
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_session* s = session_of(session);
     need(text, "text");
-    s->parts.emplace_back(text);
-    s->part_is_image.push_back(false);
+    s->prompt.add_text(text);
     return CKJIT_OK;
   });
 }
 
 namespace {
-// Decodes, preprocesses and encodes one image with the session's pool (the caller's guard catches).
+// Decodes, preprocesses and encodes one image on the session's workers (the caller's guard catches).
 std::shared_ptr<const vision::ImageEmbedding> encode_image(ckjit_session* s,
-                                                           const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
-  if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
+                                                           const std::function<vision::PreparedImage(const pair::Context&)>& prepare) {
   const auto t0 = Clock::now();
-  vision::PreparedImage im = prepare(s->core->vision->preprocess_params(s->params.image_min_tokens, s->params.image_max_tokens));
-  try {
-    topo::require_memory(s->core->vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name, "lower image_max_tokens");
-  } catch (const Error& e) {
-    raise(CKJIT_ERR_OUT_OF_MEMORY, e.what());
-  }
-  auto rows = std::make_shared<const vision::ImageEmbedding>(s->core->vision->encode(*s->pool, im.pixels));
+  vision::PreparedImage im = prepare(*s->ctx);
+  auto rows = s->ctx->encode(im);
   s->timings.encode_ms += ms_since(t0);
   return rows;
 }
 
-void push_image(ckjit_session* s, std::shared_ptr<const vision::ImageEmbedding> rows) {
-  s->images.push_back(std::move(rows));
-  s->parts.emplace_back();
-  s->part_is_image.push_back(true);
-}
-
 // Encodes one image into the pending prompt.
-ckjit_status add_image(ckjit_session* session, const std::function<vision::PreparedImage(const image::PreprocessParams&)>& prepare) {
+ckjit_status add_image(ckjit_session* session, const std::function<vision::PreparedImage(const pair::Context&)>& prepare) {
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     ckjit_session* s = session_of(session);
-    push_image(s, encode_image(s, prepare));
+    s->prompt.add_image(encode_image(s, prepare));
     return CKJIT_OK;
   });
 }
 
-vision::PreparedImage prepare_bytes(const void* data, size_t size, const image::PreprocessParams& pp) {
+vision::PreparedImage prepare_bytes(const pair::Context& ctx, const void* data, size_t size) {
   need(data, "data");
   if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
-  return vision::prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", pp);
+  return ctx.prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer");
 }
 
 const ckjit_image* image_of(const ckjit_image* im) {
@@ -423,15 +378,12 @@ const ckjit_image* image_of(const ckjit_image* im) {
 }  // namespace
 
 ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* path) {
-  if (!path) return add_image(session, [](const image::PreprocessParams&) -> vision::PreparedImage { raise(CKJIT_ERR_INVALID_ARGUMENT, "path is NULL"); });
-  return add_image(session, [&](const image::PreprocessParams& pp) {
-    check_readable(path, "image");
-    return vision::prepare_image(path, pp);
-  });
+  if (!path) return add_image(session, [](const pair::Context&) -> vision::PreparedImage { raise(CKJIT_ERR_INVALID_ARGUMENT, "path is NULL"); });
+  return add_image(session, [&](const pair::Context& ctx) { return ctx.prepare_image(std::string(path)); });
 }
 
 ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size) {
-  return add_image(session, [&](const image::PreprocessParams& pp) { return prepare_bytes(data, size, pp); });
+  return add_image(session, [&](const pair::Context& ctx) { return prepare_bytes(ctx, data, size); });
 }
 
 ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height) {
@@ -457,7 +409,7 @@ ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, 
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     need(out, "out");
     ckjit_session* s = session_of(session);
-    auto rows = encode_image(s, [&](const image::PreprocessParams& pp) { return prepare_bytes(data, size, pp); });
+    auto rows = encode_image(s, [&](const pair::Context& ctx) { return prepare_bytes(ctx, data, size); });
     auto* im = new ckjit_image{s->core, std::move(rows)};
     capi::register_handle(im, Kind::image);
     *out = im;
@@ -470,9 +422,9 @@ ckjit_status ckjit_session_add_image(ckjit_session* session, const ckjit_image* 
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_session* s = session_of(session);
     const ckjit_image* im = image_of(image);
-    if (!s->core->vision) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
+    if (!s->core->pair->vision()) raise(CKJIT_ERR_NO_VISION, "the model was loaded without an mmproj: it cannot read images");
     if (im->core != s->core) raise(CKJIT_ERR_INVALID_ARGUMENT, "the image was encoded for another model");
-    push_image(s, im->rows);
+    s->prompt.add_image(im->rows);
     return CKJIT_OK;
   });
 }
@@ -509,7 +461,7 @@ ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_chat_messag
     }
     tok::ChatOptions co;
     co.add_generation_prompt = add_generation_prompt != 0;
-    const gguf::GgufFile& file = *m->core->file;
+    const gguf::GgufFile& file = m->core->pair->text_file();
     try {
       if (file.has("tokenizer.chat_template")) co.style = tok::chat_style_from_template(file.get_string("tokenizer.chat_template"));
     } catch (const Error& e) {
@@ -544,16 +496,8 @@ ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params*
     const ckjit_generate_params p = read_params(given, ckjit_generate_params_default);
     if (capacity > 0) need(tokens, "tokens");
     if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
-    if (s->parts.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
-    const capi::ModelCore& core = *s->core;
-    // Images go where they were added, unless the text places them with its own markers.
-    bool own_markers = false;
-    for (size_t i = 0; i < s->parts.size(); ++i)
-      own_markers = own_markers || (!s->part_is_image[i] && s->parts[i].find(graph::kMediaMarker) != std::string::npos);
-    graph::PromptOptions po;
-    for (size_t i = 0; i < s->parts.size(); ++i)
-      po.text += s->part_is_image[i] ? (own_markers ? "" : graph::kMediaMarker) : s->parts[i];
-    po.chat = p.chat != 0;
+    if (s->prompt.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
+    s->prompt.chat = p.chat != 0;
     graph::GenerateOptions go;
     go.n_predict = p.n_predict;
     go.ignore_eos = p.ignore_eos != 0;
@@ -562,24 +506,9 @@ ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params*
     graph::GenerateCallbacks cb;
     cb.on_logits = [&](const float* l, int64_t n) { s->logits.assign(l, l + n); };
     if (p.on_token) cb.on_token = [&](int32_t id, const std::string& text) { return p.on_token(id, text.c_str(), p.user_data) == 0; };
-    const int64_t room = s->session->n_ctx() - s->session->n_past();
     graph::GenerateResult r;
     try {
-      if (!s->images.empty()) {
-        const graph::BridgePrompt bridge =
-            graph::build_bridge_prompt(*core.tok, graph::prompt_text(*core.file, po), image_rows(s->images),
-                                       core.text->hparams().n_embd, core.text->hparams().n_deepstack, s->session->next_position());
-        if (bridge.batch.size() >= room)
-          raise(CKJIT_ERR_CONTEXT_FULL, "the prompt is " + std::to_string(bridge.batch.size()) + " rows; the context has room for " +
-                                            std::to_string(room - 1));
-        r = graph::generate(*s->session, *core.tok, bridge, go, cb);
-      } else {
-        const std::vector<int32_t> ids = graph::prompt_tokens(*core.tok, *core.file, po);
-        if (int64_t(ids.size()) >= room)
-          raise(CKJIT_ERR_CONTEXT_FULL, "the prompt is " + std::to_string(ids.size()) + " tokens; the context has room for " +
-                                            std::to_string(room - 1));
-        r = graph::generate(*s->session, *core.tok, ids, go, cb);
-      }
+      r = s->ctx->generate(s->ctx->render(s->prompt), go, cb);
     } catch (...) {
       s->clear_prompt();  // the pending prompt is spent either way
       throw;

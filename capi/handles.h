@@ -7,29 +7,20 @@
 #include <string>
 #include <vector>
 
-#include "graph/linear_plan.h"
-#include "graph/session.h"
-#include "graph/text_model.h"
-#include "graph/workers.h"
-#include "runtime/gguf/gguf_reader.h"
-#include "runtime/tokenizer/tokenizer.h"
-#include "topology/machine.h"
+#include "pair/context.h"
+#include "pair/model.h"
+#include "pair/prompt.h"
 #include "vision/vision_model.h"
 
 #include "include/ckjit.h"
 
 namespace ckjit::capi {
 
-// The loaded pair, shared by the model handle and its sessions (a session keeps it alive).
+// The loaded pair and the defaults its sessions take, shared by the model handle and its sessions
+// (a session keeps it alive).
 struct ModelCore {
-  topo::Machine machine;
-  int threads = 1;
-  int64_t n_ctx = 4096;
-  std::optional<gguf::GgufFile> file, mmproj;
-  std::unique_ptr<graph::LinearPlanner> planner;
-  std::unique_ptr<graph::TextModel> text;
-  std::unique_ptr<vision::VisionModel> vision;
-  std::unique_ptr<tok::Tokenizer> tok;
+  std::shared_ptr<const pair::Model> pair;
+  int64_t n_ctx = 4096, n_batch = 512;
   double load_ms = 0;
 };
 
@@ -53,16 +44,12 @@ struct ckjit_model {
 
 struct ckjit_session {
   std::shared_ptr<ckjit::capi::ModelCore> core;
-  std::unique_ptr<ckjit::graph::Workers> pool;
-  std::unique_ptr<ckjit::graph::Session> session;
+  std::unique_ptr<ckjit::pair::Context> ctx;
   ckjit_session_params params{};
-  // The pending prompt in call order: text runs, and the images encoded so far (an empty entry in
-  // `parts` stands for the next image).
-  std::vector<std::string> parts;
-  std::vector<bool> part_is_image;
-  // Shared with ckjit_image handles (and so with other sessions' prompts): rows are never copied.
-  std::vector<std::shared_ptr<const ckjit::vision::ImageEmbedding>> images;
-  void clear_prompt() { parts.clear(), part_is_image.clear(), images.clear(); }
+  // The pending prompt in call order: text runs and encoded images, whose rows are shared with
+  // ckjit_image handles (and so with other sessions' prompts), never copied.
+  ckjit::pair::Prompt prompt;
+  void clear_prompt() { prompt.clear(); }
   std::vector<float> logits;
   ckjit_timings timings{};
   ckjit::capi::ErrorSlot error;

@@ -37,12 +37,12 @@ namespace {
 
 void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o) {
   const int64_t V = s.model().hparams().n_vocab;
-  if (rows == 0) throw Error("the prompt is empty (give -p TEXT or -f FILE)");
+  if (rows == 0) throw Error("the prompt is empty (give $prompt)", ErrorKind::invalid_argument);
   if (s.n_past() + rows >= s.n_ctx())
     throw Error("the prompt is " + std::to_string(rows) + " rows, longer than the context (" + std::to_string(s.n_ctx()) +
-                "; raise -c)");
+                "; raise $n_ctx)", ErrorKind::context_full);
   for (int32_t id : o.forced)
-    if (id < 0 || id >= V) throw Error("--force: token id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= V) throw Error("$forced: token id " + std::to_string(id) + " is outside the vocabulary", ErrorKind::invalid_argument);
 }
 
 // Sampling (or forcing) from the prompt's last logits on; fills generated / decode fields of r.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "jit/isa_select.h"
+#include "jit/isa_target.h"
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 
@@ -36,7 +37,8 @@ TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Worke
   if (hp_.head_dim % 8 != 0 || hp_.head_dim > kMaxHeadDim)
     throw Error(f.name() + ": head dim " + std::to_string(hp_.head_dim) + " is not a multiple of 8 up to " + std::to_string(kMaxHeadDim));
   if (!opt_.linear.planner && opt_.linear.allow_jit) {
-    own_planner_ = std::make_unique<LinearPlanner>(topo::detect_machine(), pool.size());
+    // The cost model alone, for the ISA this model was given (the machine is described once per process).
+    own_planner_ = std::make_unique<LinearPlanner>(jit::IsaTarget{opt_.linear.isa, ""}.applied_to(topo::this_machine()), pool.size());
     opt_.linear.planner = own_planner_.get();
   }
   if (opt_.linear.repack_threads < 1) opt_.linear.repack_threads = pool.size();

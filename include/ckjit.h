@@ -79,7 +79,17 @@ typedef struct ckjit_model_params {
   const char* max_isa;   /* NULL, or a cap: "avx2", "avxvnni", "avx512", "amx" */
   ckjit_progress_fn progress;
   void* progress_user_data;
+  /* Added in 0.2.x (older callers' smaller struct_size keep the defaults): */
+  int32_t n_batch;       /* prefill rows per chunk the kernels are planned for, the sessions' default n_batch; 0: 512 */
+  /* With mmproj_path NULL: CKJIT_MMPROJ_NONE (default) text only; CKJIT_MMPROJ_FIND the one
+   * mmproj*.gguf beside the model that fits it (none or several: CKJIT_ERR_BAD_MODEL listing what
+   * was found); CKJIT_MMPROJ_FIND_IF_ANY the same, but text only when the folder has no mmproj*.gguf. */
+  int32_t find_mmproj;
 } ckjit_model_params;
+
+#define CKJIT_MMPROJ_NONE 0
+#define CKJIT_MMPROJ_FIND 1
+#define CKJIT_MMPROJ_FIND_IF_ANY 2
 
 CKJIT_API void ckjit_model_params_default(ckjit_model_params* params);
 /* Loads the text model GGUF and, if mmproj_path is not NULL, its vision projector. params may be
@@ -92,6 +102,9 @@ CKJIT_API const char* ckjit_model_last_error(const ckjit_model* model);
 CKJIT_API int32_t ckjit_model_n_vocab(const ckjit_model* model);  /* 0 for a bad handle */
 CKJIT_API int32_t ckjit_model_has_vision(const ckjit_model* model);
 CKJIT_API double ckjit_model_load_ms(const ckjit_model* model);
+/* The projector the model was loaded with ("" without one; "" for a bad handle): the path given, or
+ * the one found beside the model. Valid while the model lives. */
+CKJIT_API const char* ckjit_model_mmproj_path(const ckjit_model* model);
 
 /* Token ids of text (special tokens such as <|im_start|> parsed when parse_special). Writes at most
  * capacity ids; *n_tokens gets the count (also when it does not fit: CKJIT_ERR_BUFFER_TOO_SMALL). */
@@ -102,12 +115,15 @@ CKJIT_API ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text
 CKJIT_API ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, size_t n_tokens, int32_t special,
                                         char* buf, size_t size, size_t* needed);
 
+/* Where an image goes in a prompt's text (mtmd's marker); without one, images go where they were added. */
+#define CKJIT_MEDIA_MARKER "<__media__>"
+
 /* ---- sessions ---- */
 
 typedef struct ckjit_session_params {
   uint32_t struct_size;  /* sizeof(ckjit_session_params) */
   int32_t n_ctx;         /* 0: the model's default */
-  int32_t n_batch;       /* prefill rows per chunk; 0: 512 */
+  int32_t n_batch;       /* prefill rows per chunk; 0: the model's n_batch (512 by default) */
   int32_t image_min_tokens, image_max_tokens;  /* rows per image (0: 8 and 4096, llama.cpp's defaults) */
 } ckjit_session_params;
 

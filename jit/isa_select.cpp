@@ -1,18 +1,11 @@
 #include "jit/isa_select.h"
 
-#include <cstdlib>
 
 #include "runtime/error.h"
 
 namespace ckjit::jit {
 
-topo::Isa runtime_isa() {
-  // CPUID is detected once: every emitted kernel asks (a few hundred at load), and under a
-  // hypervisor each CPUID traps (14 ms of a load, measured). The cap is re-read every call.
-  static const topo::Isa detected = topo::detect_isa();
-  const char* cap = std::getenv("CKJIT_MAX_ISA");
-  return topo::cap_isa(detected, cap ? cap : "");
-}
+topo::Isa runtime_isa() { return topo::process_isa(); }
 
 bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc) {
   switch (path) {

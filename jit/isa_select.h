@@ -7,7 +7,8 @@
 
 namespace ckjit::jit {
 
-// detect_isa() (run once per process) capped by the CKJIT_MAX_ISA environment variable.
+// What this process may run: topo::process_isa() (CPUID and CKJIT_MAX_ISA, resolved once). A load
+// with a caller's cap on top uses jit::IsaTarget (jit/isa_target.h).
 topo::Isa runtime_isa();
 // Whether kernels of `path` run on `isa`; enc matters for IsaPath::AvxVnni only (VEX needs
 // AVX-VNNI, the EVEX test variant AVX512-VNNI + AVX512VL).

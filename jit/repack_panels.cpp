@@ -9,6 +9,7 @@
 #include <string>
 
 #include "jit/repack_panels.h"
+#include "jit/isa_select.h"
 
 namespace ckjit::jit {
 
@@ -84,8 +85,7 @@ std::unique_ptr<uint8_t, FreeDeleter> alloc_packed(size_t bytes, const char* wha
 namespace detail {
 
 bool simd_repack_available() {
-  static const bool ok = __builtin_cpu_supports("avx2");
-  return ok;
+  return runtime_isa().avx2;  // the repack's output is the same bytes either way
 }
 
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes) {

@@ -30,7 +30,7 @@ int ocr_main(const std::vector<std::string>& args) {
   po::options_description opts("ckjit ocr options (llama.cpp names where they mean the same as in ckjit run)");
   opts.add_options()
       ("model,m", po::value<std::string>(), "text model GGUF (qwen3vl)")
-      ("mmproj", po::value<std::string>(), "vision projector GGUF")
+      ("mmproj", po::value<std::string>(), "vision projector GGUF (default: the one mmproj*.gguf beside the model)")
       ("output,o", po::value<std::string>(), "JSONL journal: one record per page, appended; pages already there are skipped")
       ("prompt,p", po::value<std::string>(), "instruction after each page image (one chat turn)")
       ("n-predict,n", po::value<int>()->default_value(256), "most tokens per page")
@@ -59,7 +59,7 @@ int ocr_main(const std::vector<std::string>& args) {
     return usage_error(e.what());
   }
   if (vm.count("help")) {
-    std::cout << "usage: ckjit ocr -m m.gguf --mmproj mmproj.gguf -o out.jsonl [--shard i/N] INPUT...\n"
+    std::cout << "usage: ckjit ocr -m m.gguf [--mmproj mmproj.gguf] -o out.jsonl [--shard i/N] INPUT...\n"
                  "       ckjit ocr --merge -o merged.jsonl shard-0.jsonl shard-1.jsonl ...\n"
                  "INPUT: image files (PNG, JPEG, BMP), PDFs, folders (searched recursively, sorted)\n"
                  "exit status: 0 all pages ok, 1 some page failed, 2 usage error, 130 interrupted (rerun to resume)\n"
@@ -84,11 +84,11 @@ int ocr_main(const std::vector<std::string>& args) {
   ckjit::ocr::OcrOptions o;
   o.inputs = inputs;
   o.out = out;
-  if (!vm.count("model") || !vm.count("mmproj")) return usage_error("-m MODEL.gguf and --mmproj MMPROJ.gguf are required");
+  if (!vm.count("model")) return usage_error("-m MODEL.gguf is required (and --mmproj MMPROJ.gguf, unless it lies beside the model)");
   o.model = vm["model"].as<std::string>();
-  o.mmproj = vm["mmproj"].as<std::string>();
+  if (vm.count("mmproj")) o.mmproj = vm["mmproj"].as<std::string>();
   for (const std::string* f : {&o.model, &o.mmproj})
-    if (!std::filesystem::is_regular_file(*f)) return usage_error("'" + *f + "' does not exist");
+    if (!f->empty() && !std::filesystem::is_regular_file(*f)) return usage_error("'" + *f + "' does not exist");
   if (vm.count("prompt")) o.prompt = vm["prompt"].as<std::string>();
   o.n_predict = vm["n-predict"].as<int>();
   o.threads = vm.count("threads") ? vm["threads"].as<int>() : 0;

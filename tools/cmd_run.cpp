@@ -11,33 +11,21 @@
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
 
-#include "graph/generate.h"
-#include "graph/session.h"
-#include "graph/text_model.h"
-#include "jit/emit_clock.h"
-#include "jit/isa_select.h"
-#include "jit/planner/profile.h"
+#include "pair/context.h"
+#include "pair/model.h"
 #include "runtime/error.h"
-#include "runtime/gguf/gguf_reader.h"
 #include "runtime/synth/synth_model.h"
 #include "runtime/token_ids.h"
-#include "runtime/tokenizer/gguf_vocab.h"
-#include "runtime/tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
 #include "tools/report/report_collect.h"
 #include "topology/machine.h"
-#include "topology/memory.h"
-#include "vision/image_input.h"
-#include "vision/load_memory.h"
-#include "vision/vision_model.h"
 
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
@@ -164,18 +152,26 @@ int run_main(const std::vector<std::string>& args) {
   }
   const bool embedded_default = !vm.count("model");
   if (embedded_default && vm.count("mmproj")) throw ckjit::Error("--mmproj needs -m (the text model it belongs to)");
-  if (!embedded_default && vm.count("image") && !vm.count("mmproj"))
-    throw ckjit::Error("--image " + vm["image"].as<std::vector<std::string>>().front() +
-                       ": an image needs --mmproj (the vision projector GGUF of the model)");
-  if (vm["image-min-tokens"].as<int>() < 1 || vm["image-max-tokens"].as<int>() < vm["image-min-tokens"].as<int>())
-    throw ckjit::Error("--image-min-tokens must be at least 1 and at most --image-max-tokens");
   if (vm.count("prompt") && vm.count("file")) throw ckjit::Error("give the prompt with -p or -f, not both");
   // The embedded default generates a short answer unless -n says otherwise.
   const int n_predict = embedded_default && vm["n-predict"].defaulted() ? 32 : vm["n-predict"].as<int>();
   const int n_ctx = vm["ctx-size"].as<int>();
+  const bool verbose = vm.count("verbose") > 0;
+  const std::string attention = vm["attention"].as<std::string>();
+  if (attention != "llama" && attention != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + attention + "'");
+  if (attention == "tiled" && vm.count("llama-order")) throw ckjit::Error("--attention tiled and --llama-order exclude each other");
+  if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
+  ckjit::pair::ContextOptions copt;
+  copt.n_ctx = n_ctx;
+  copt.n_batch = std::min(vm["batch-size"].as<int>(), std::max(1, n_ctx));
+  copt.image_min_tokens = vm["image-min-tokens"].as<int>();
+  copt.image_max_tokens = vm["image-max-tokens"].as<int>();
+  copt.check_memory = !vm.count("no-memory-check");
+  copt.attention = attention == "tiled" ? ckjit::graph::AttentionOrder::tiled : ckjit::graph::AttentionOrder::llama;
   if (n_ctx < 1) throw ckjit::Error("--ctx-size must be at least 1");
   if (vm["batch-size"].as<int>() < 1) throw ckjit::Error("--batch-size must be at least 1");
-  const bool verbose = vm.count("verbose") > 0;
+  if (copt.image_min_tokens < 1 || copt.image_max_tokens < copt.image_min_tokens)
+    throw ckjit::Error("--image-min-tokens must be at least 1 and at most --image-max-tokens");
 
   // A report directory that cannot be written is said up front; the run still runs (its text is
   // printed) and exits non-zero at the end.
@@ -183,171 +179,115 @@ int run_main(const std::vector<std::string>& args) {
   std::string report_problem = report_dir.empty() ? "" : ckjit::report::check_report_dir(report_dir);
   if (!report_problem.empty()) std::fprintf(stderr, "error: --report %s (the run goes on; no report)\n", report_problem.c_str());
 
-  auto machine = ckjit::topo::detect_machine();
+  const ckjit::topo::Machine& machine = ckjit::topo::this_machine();
   const int want_threads = vm.count("threads") ? vm["threads"].as<int>() : std::max(1, machine.usable_cpus);
   if (want_threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
-  // A stale, corrupt or foreign profile is reported and ignored, never fatal.
-  ckjit::ProfileLoad profile_load;
   if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
-  else {
-    profile_load = ckjit::load_profile_for(machine);
-    std::fprintf(stderr, "%s\n", ckjit::describe_profile_load(profile_load).c_str());
-  }
   if (embedded_default)
     std::fprintf(stderr, "run: no -m given: using the embedded default, a synthesized random-weight Qwen3-VL pair "
                          "(real tokenizer) reading the sample page; the weights are random, so the text is noise\n");
-  if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");
 
   // ---- load ----
   DefaultPair def;
   if (embedded_default) def = default_pair();
-  const auto t_load = Clock::now();
-  const std::string model_path = embedded_default ? def.model : vm["model"].as<std::string>();
-  const std::string mmproj_path = embedded_default ? def.mmproj : vm.count("mmproj") ? vm["mmproj"].as<std::string>() : "";
   std::vector<std::string> image_paths;
   if (vm.count("image")) image_paths = vm["image"].as<std::vector<std::string>>();
   else if (embedded_default) image_paths = {sample_page_path()};
-  if (!mmproj_path.empty() && image_paths.empty())
+  ckjit::pair::LoadOptions lo;
+  lo.model_path = embedded_default ? def.model : vm["model"].as<std::string>();
+  lo.mmproj_path = embedded_default ? def.mmproj : vm.count("mmproj") ? vm["mmproj"].as<std::string>() : "";
+  if (!lo.mmproj_path.empty() && image_paths.empty()) {
     std::fprintf(stderr, "run: --mmproj given without --image: text only\n");
-  ckjit::gguf::GgufFile file = ckjit::gguf::GgufFile::open(model_path);
-  ckjit::graph::read_hparams(file);  // architecture and keys first: clearer errors than the tokenizer's
-  std::optional<ckjit::gguf::GgufFile> mmproj_file;
-  std::optional<ckjit::vision::VisionHparams> vhp;
-  if (!image_paths.empty()) {
-    mmproj_file = ckjit::gguf::GgufFile::open(mmproj_path);
-    vhp = ckjit::vision::read_vision_hparams(*mmproj_file);
+    lo.mmproj_path.clear();
   }
-  // The tokenizer (~80 ms to build) is first needed for the prompt: it is built while the weights
-  // repack, on a thread started before the pool pins this one (so it may run on any cpu).
-  auto tok_built = std::async(std::launch::async, [&file] { return ckjit::tok::Tokenizer(ckjit::tok::vocab_from_gguf(file)); });
-  // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota.
+  lo.want_vision = !image_paths.empty();
+  if (lo.want_vision) lo.wanted_by = image_paths.front();
+  lo.use_profile = !vm.count("no-profile");
+  lo.check_memory = copt.check_memory;
+  lo.plan_rows = copt.n_batch;
+  lo.allow_jit = !vm.count("no-jit");
+  lo.llama_decode_order = !vm.count("jit-decode");
+  lo.llama_prefill_order = vm.count("llama-order") > 0;
+  // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota;
+  // it repacks the weights and then runs the context.
   auto pool = ckjit::graph::Workers::for_budget(machine, want_threads);
-  const int threads = pool->size();
-  ckjit::graph::ModelOptions mopt;
-  mopt.linear.allow_jit = !vm.count("no-jit");
-  mopt.linear.llama_decode_order = !vm.count("jit-decode");
-  mopt.linear.llama_prefill_order = vm.count("llama-order") > 0;
-  mopt.linear.repack_threads = threads;
-  ckjit::graph::SessionOptions sopt;
-  sopt.n_ctx = n_ctx;
-  sopt.n_ubatch = std::min(vm["batch-size"].as<int>(), n_ctx);
-  sopt.check_memory = !vm.count("no-memory-check");
-  mopt.linear.plan_rows = sopt.n_ubatch;
-  const std::string attention = vm["attention"].as<std::string>();
-  if (attention != "llama" && attention != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + attention + "'");
-  sopt.attention = attention == "tiled" ? ckjit::graph::AttentionOrder::tiled : ckjit::graph::AttentionOrder::llama;
-  if (sopt.attention == ckjit::graph::AttentionOrder::tiled && vm.count("llama-order"))
-    throw ckjit::Error("--attention tiled and --llama-order exclude each other");
-  // The Linear ops take their register blocks, tiles and task split from the planner: the profile's
-  // entry for a shape when there is one, the cost model otherwise.
-  ckjit::graph::LinearPlanner planner(machine, threads, profile_load.profile, profile_load.path);
-  mopt.linear.planner = &planner;
-  // Before the repack (seconds on a large model): the weights' copies must fit.
-  if (sopt.check_memory) ckjit::vision::require_load_memory(file, mmproj_file ? &*mmproj_file : nullptr);
-  const double open_ms = ms_since(t_load);
-  const auto t_repack = Clock::now();
-  const ckjit::jit::EmitClock jit_before = ckjit::jit::emit_clock();
-  const ckjit::graph::TextModel model(file, mopt, *pool);
-  const auto& hp = model.hparams();
-  if (vhp) ckjit::vision::check_pair(*vhp, mmproj_path, hp, model_path);
-  std::unique_ptr<ckjit::vision::VisionModel> vision;
-  if (vhp) vision = std::make_unique<ckjit::vision::VisionModel>(*mmproj_file, ckjit::jit::runtime_isa(), *pool);
-  const ckjit::tok::Tokenizer tok = tok_built.get();  // counted in repack_ms if it outlasts the models
-  const double repack_ms = ms_since(t_repack);
-  const ckjit::jit::EmitClock jit_after = ckjit::jit::emit_clock();
-  ckjit::graph::Session session(model, sopt, *pool);
+  lo.threads = pool->size();
+  lo.pool = pool.get();
+  const std::shared_ptr<const ckjit::pair::Model> pm = ckjit::pair::Model::load(lo);
+  const ckjit::pair::Model& pair = *pm;
+  const ckjit::graph::TextModel& model = pair.text();
+  const ckjit::vision::VisionModel* vision = pair.vision();
+  const auto& hp = pair.hparams();
+  const int threads = pair.threads();
+  if (!pair.profile_note().empty()) std::fprintf(stderr, "%s\n", pair.profile_note().c_str());
+  if (!pair.mmproj_note().empty()) std::fprintf(stderr, "%s\n", pair.mmproj_note().c_str());
+  const double open_ms = pair.clocks().open_ms, repack_ms = pair.clocks().repack_ms;
+  ckjit::pair::Context ctx(pm, copt, pool.get());
+  ckjit::graph::Session& session = ctx.session();
   std::optional<ckjit::OpProfile> profile;
   if (vm.count("profile") || !report_dir.empty()) session.set_profile(&profile.emplace());
   if (!report_dir.empty()) {
     // One record per op call, reserved for this run's calls: none of them allocates.
     const size_t per_chunk = size_t(hp.n_layer) * 16 + 4;
     profile->keep_calls(per_chunk * size_t(n_predict + 16 + int(image_paths.size()) * 2) +
-                        (vhp ? size_t(vhp->n_layer) * 16 * image_paths.size() + 64 : 0));
+                        (vision ? size_t(vision->hparams().n_layer) * 16 * image_paths.size() + 64 : 0));
   }
-  if (tok.n_tokens() > hp.n_vocab)
-    throw ckjit::Error(model_path + ": tokenizer has " + std::to_string(tok.n_tokens()) + " tokens but token_embd only " +
-                       std::to_string(hp.n_vocab) + " rows");
-  const double load_ms = open_ms + repack_ms;
+  const double load_ms = pair.clocks().total_ms();
   if (verbose) {
     std::fprintf(stderr, "model: %lld layers, E=%lld, F=%lld, heads %lld/%lld x %lld, vocab %lld, %s output\n",
                  (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff, (long long)hp.n_head,
                  (long long)hp.n_head_kv, (long long)hp.head_dim, (long long)hp.n_vocab,
                  hp.tied_output ? "tied" : "untied");
-    std::fprintf(stderr, "isa: %s (CKJIT_MAX_ISA caps it)\n", ckjit::jit::runtime_isa().to_string().c_str());
+    std::fprintf(stderr, "isa: %s (CKJIT_MAX_ISA caps it)\n", pair.isa().isa.to_string().c_str());
     for (const auto& line : model.dtype_report()) std::fprintf(stderr, "dtype: %s\n", line.c_str());
     for (const auto& line : model.plan_report()) std::fprintf(stderr, "plan: %s\n", line.c_str());
     if (vision)
       for (const auto& line : vision->describe()) std::fprintf(stderr, "vision: %s\n", line.c_str());
-    std::fprintf(stderr, "attention: %s\n", sopt.attention == ckjit::graph::AttentionOrder::tiled ? "tiled (f32 JIT tiles over the panel KV cache)" : "llama.cpp's flash-attention rows (f16 accumulator)");
+    std::fprintf(stderr, "attention: %s\n", copt.attention == ckjit::graph::AttentionOrder::tiled ? "tiled (f32 JIT tiles over the panel KV cache)" : "llama.cpp's flash-attention rows (f16 accumulator)");
     std::fprintf(stderr, "memory: activation arena %.1f MiB, KV cache (f16) %.1f MiB, threads %d\n",
                  session.arena_bytes() / 1048576.0, session.kv_bytes() / 1048576.0, threads);
   }
 
-  // ---- prompt ----
-  ckjit::graph::PromptOptions popt;
-  popt.text = vm.count("prompt") ? vm["prompt"].as<std::string>()
-              : vm.count("file") ? read_text_file(vm["file"].as<std::string>(), "prompt file")
-              : embedded_default ? std::string("Read the text on this page.")
-                                 : std::string();
-  popt.chat = vm.count("chat") > 0 || (embedded_default && !vm.count("prompt") && !vm.count("file"));
-  if (vm.count("system")) popt.system = vm["system"].as<std::string>();
-
-  // ---- images: preprocess, check the context, encode ----
-  std::vector<ckjit::vision::ImageEmbedding> embeddings;
-  double encode_ms = 0;
+  // ---- prompt: images first (each prepared and checked against the context before any is encoded), then the text ----
+  ckjit::pair::Prompt prompt;
+  prompt.chat = vm.count("chat") > 0 || (embedded_default && !vm.count("prompt") && !vm.count("file"));
+  if (vm.count("system")) prompt.system = vm["system"].as<std::string>();
+  std::vector<std::shared_ptr<const ckjit::vision::ImageEmbedding>> embeddings;
   if (vision) {
-    const auto t_enc = Clock::now();
-    const auto pp = vision->preprocess_params(vm["image-min-tokens"].as<int>(), vm["image-max-tokens"].as<int>());
-    std::vector<ckjit::vision::PreparedImage> prepared;
-    int64_t rows = 0;
-    for (const auto& path : image_paths) {
-      prepared.push_back(ckjit::vision::prepare_image(path, pp));
-      const auto& im = prepared.back();
-      rows += im.n_rows;
-      if (rows + 2 * int64_t(prepared.size()) >= n_ctx)
-        throw ckjit::Error(path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
-                           " x " + std::to_string(im.pixels.height) + " canvas); the images take " + std::to_string(rows) +
-                           " rows, more than the context (-c " + std::to_string(n_ctx) + "; raise -c or lower --image-max-tokens)");
-      if (verbose || vm.count("report"))
-        std::fprintf(stderr, "image: %s %d x %d -> %d x %d canvas (content %d x %d at %d,%d), %lld rows\n", path.c_str(),
+    std::vector<ckjit::vision::PreparedImage> prepared = ctx.prepare_images(image_paths);
+    if (verbose || vm.count("report"))
+      for (const auto& im : prepared)
+        std::fprintf(stderr, "image: %s %d x %d -> %d x %d canvas (content %d x %d at %d,%d), %lld rows\n", im.name.c_str(),
                      im.src_width, im.src_height, im.pixels.width, im.pixels.height, im.pixels.plan.content_w,
                      im.pixels.plan.content_h, im.pixels.plan.x0, im.pixels.plan.y0, (long long)im.n_rows);
-    }
     for (auto& im : prepared) {
-      if (sopt.check_memory)
-        ckjit::topo::require_memory(vision->encode_bytes(im.n_rows * 4), "the vision tower on " + im.name + " (" + std::to_string(im.n_rows) + " rows)",
-                                    "lower --image-max-tokens");
-      embeddings.push_back(vision->encode(*pool, im.pixels, profile ? &*profile : nullptr));
-      im.pixels = {};
+      embeddings.push_back(ctx.encode(im, profile ? &*profile : nullptr));
+      prompt.add_image(embeddings.back());
     }
-    encode_ms = ms_since(t_enc);
     if (vm.count("dump-embd")) {
       const std::string path = vm["dump-embd"].as<std::string>();
       std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
       if (!f) throw ckjit::Error("cannot write --dump-embd file '" + path + "'");
-      for (const auto& e : embeddings) write_floats(f.get(), e.rows.data(), e.rows.size(), "--dump-embd");
+      for (const auto& e : embeddings) write_floats(f.get(), e->rows.data(), e->rows.size(), "--dump-embd");
     }
   } else if (vm.count("dump-embd")) {
     throw ckjit::Error("--dump-embd needs --mmproj and --image");
   }
+  const double encode_ms = ctx.encode_ms();
+  prompt.add_text(vm.count("prompt") ? vm["prompt"].as<std::string>()
+                  : vm.count("file")  ? read_text_file(vm["file"].as<std::string>(), "prompt file")
+                  : embedded_default  ? std::string("Read the text on this page.")
+                                      : std::string());
   auto join_ids = [](const std::vector<int32_t>& v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
     return s;
   };
-  std::vector<int32_t> ids;
-  std::optional<ckjit::graph::BridgePrompt> bridge;
-  if (vision) {
-    popt.text = ckjit::graph::with_media_markers(popt.text, embeddings.size());
-    bridge = ckjit::graph::build_bridge_prompt(tok, ckjit::graph::prompt_text(file, popt), ckjit::vision::image_rows(embeddings),
-                                               hp.n_embd, hp.n_deepstack);
-    ids = bridge->token_ids;
-    if (verbose || vm.count("report"))
-      for (const auto& line : ckjit::graph::describe_bridge(*bridge, hp.n_deepstack)) std::fprintf(stderr, "bridge: %s\n", line.c_str());
-  } else {
-    ids = ckjit::graph::prompt_tokens(tok, file, popt);
-  }
+  const ckjit::pair::RenderedPrompt rendered = ctx.render(prompt);
+  const std::vector<int32_t>& ids = rendered.token_ids();
+  if (rendered.bridge && (verbose || vm.count("report")))
+    for (const auto& line : ckjit::graph::describe_bridge(*rendered.bridge, hp.n_deepstack)) std::fprintf(stderr, "bridge: %s\n", line.c_str());
   if (verbose) std::fprintf(stderr, "prompt: %zu rows\nprompt ids: %s\n", ids.size(), join_ids(ids).c_str());
 
   ckjit::graph::GenerateOptions gopt;
@@ -382,8 +322,7 @@ int run_main(const std::vector<std::string>& args) {
     };
   ckjit::cli::catch_interrupt();
   cb.on_token = [](int32_t, const std::string&) { return !ckjit::cli::interrupted(); };
-  const ckjit::graph::GenerateResult res =
-      bridge ? ckjit::graph::generate(session, tok, *bridge, gopt, cb) : ckjit::graph::generate(session, tok, ids, gopt, cb);
+  const ckjit::graph::GenerateResult res = ctx.generate(rendered, gopt, cb);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
@@ -392,7 +331,7 @@ int run_main(const std::vector<std::string>& args) {
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   if (vision) {
     int64_t img_rows = 0;
-    for (const auto& e : embeddings) img_rows += e.n_rows();
+    for (const auto& e : embeddings) img_rows += e->n_rows();
     std::fprintf(stderr,
                  "phases: load %.0f ms | repack + JIT %.0f ms | image encode %.1f ms (%zu image%s, %lld rows) | prefill %.1f ms "
                  "(image rows %.1f ms, text rows %.1f ms) | decode %.1f ms\n",
@@ -405,22 +344,23 @@ int run_main(const std::vector<std::string>& args) {
     namespace rep = ckjit::report;
     rep::RunReport rr;
     rr.machine_name = machine.name(), rr.machine_json = machine.to_json(), rr.threads = threads;
-    rr.model_path = model_path, rr.mmproj_path = vision ? mmproj_path : "";
+    rr.model_path = pair.model_path(), rr.mmproj_path = pair.mmproj_path();
     rep::RunClocks c;
     c.open_ms = open_ms, c.load_wall_ms = repack_ms;
-    c.jit_ms = jit_after.ms - jit_before.ms, c.jit_kernels = jit_after.kernels - jit_before.kernels;
+    const auto& clk = pair.clocks();
+    c.jit_ms = clk.jit_after.ms - clk.jit_before.ms, c.jit_kernels = clk.jit_after.kernels - clk.jit_before.kernels;
     c.vision = vision != nullptr, c.encode_ms = encode_ms, c.images = int64_t(embeddings.size());
-    for (const auto& e : embeddings) c.image_rows += e.n_rows();
+    for (const auto& e : embeddings) c.image_rows += e->n_rows();
     c.image_prefill_ms = res.image_prefill_ms, c.prefill_ms = res.prefill_ms, c.decode_ms = res.decode_ms;
     c.prompt_rows = res.n_prompt, c.decoded = res.n_decoded;
     rr.phases = rep::run_phases(c);
     rr.profile = &*profile;
-    rr.tensors = rep::text_tensor_rows(file, model);
+    rr.tensors = rep::text_tensor_rows(pair.text_file(), model);
     if (vision) {
-      const auto vrows = rep::vision_tensor_rows(*mmproj_file, *vision);
+      const auto vrows = rep::vision_tensor_rows(*pair.mmproj_file(), *vision);
       rr.tensors.insert(rr.tensors.end(), vrows.begin(), vrows.end());
     }
-    rr.bridge = bridge ? rep::bridge_layout(*bridge, hp.n_deepstack) : rep::text_layout(int64_t(ids.size()));
+    rr.bridge = rendered.bridge ? rep::bridge_layout(*rendered.bridge, hp.n_deepstack) : rep::text_layout(int64_t(ids.size()));
     std::fprintf(stderr, "report: measuring the ceilings (int8 dot, f32 FMA, DRAM read) for ops.csv\n");
     rr.peaks = rep::measure_peaks_quick(machine, threads);
     try {

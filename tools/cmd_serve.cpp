@@ -16,7 +16,7 @@ static int serve_main(const std::vector<std::string>& args) {
   po::options_description opts("ckjit serve options");
   opts.add_options()
       ("model,m", po::value(&o.model)->required(), "text model GGUF")
-      ("mmproj", po::value(&o.mmproj), "vision projector GGUF (images need it)")
+      ("mmproj", po::value(&o.mmproj), "vision projector GGUF (images need it; default: the one mmproj*.gguf beside the model, if any)")
       ("alias,a", po::value(&o.alias), "the model name clients use (default: the model file's stem)")
       ("host", po::value(&o.host)->default_value("127.0.0.1"), "address to listen on")
       ("port", po::value(&o.port)->default_value(8080), "port (0: any free one, printed when listening)")

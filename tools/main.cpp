@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "runtime/error.h"
+#include "tools/cli_terms.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
 
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     try {
       return c.run(std::vector<std::string>(argv + 2, argv + argc));
     } catch (const ckjit::Error& e) {
-      std::fprintf(stderr, "ckjit %s: error: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ckjit %s: error: %s\n", name.c_str(), ckjit::cli::in_flag_terms(e).c_str());
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ckjit %s: error: %s\n", name.c_str(), e.what());

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <sstream>
 #include <xbyak/xbyak_util.h>
 
@@ -96,6 +97,21 @@ IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
     break;  // the first processor's flags describe all of them
   }
   return out;
+}
+
+// Once: under a hypervisor each CPUID traps (14 ms of a load, measured), and a cap that changed
+// mid-process would leave kernels chosen for two different ISAs.
+const Isa& cpu_isa() {
+  static const Isa detected = detect_isa();
+  return detected;
+}
+
+const Isa& process_isa() {
+  static const Isa resolved = [] {
+    const char* cap = std::getenv("CKJIT_MAX_ISA");
+    return cap_isa(cpu_isa(), cap ? cap : "");
+  }();
+  return resolved;
 }
 
 Isa cap_isa(Isa isa, const std::string& max_isa) {

@@ -26,6 +26,12 @@ struct IsaFromProc {
 };
 IsaFromProc parse_proc_cpuinfo_flags(const std::string& cpuinfo_text);
 
+// What this process may use: detect_isa() capped by CKJIT_MAX_ISA, resolved once per process. The
+// one place that reads CPUID and the environment for the ISA; everything else is handed an Isa
+// (jit/isa_target.h adds a caller's cap on top).
+const Isa& process_isa();
+const Isa& cpu_isa();  // detect_isa(), once per process (before any cap)
+
 // Applies CKJIT_MAX_ISA (avx2 | avxvnni | avx512 | amx) to a detected Isa: clears what lies above
 // the cap, so an AVX-512 machine can run and test its AVX2 paths. avxvnni keeps AVX-VNNI and drops
 // AVX-512 (on a CPU without AVX-VNNI that leaves AVX2). Unknown values raise ckjit::Error.

@@ -190,13 +190,17 @@ std::string Machine::to_json() const {
   return dump_json(j);
 }
 
+const Machine& this_machine() {
+  static const Machine m = detect_machine();
+  return m;
+}
+
 Machine detect_machine() {
   Machine m;
   probe_cpuinfo(m);
   probe_hwloc(m);
-  m.isa_detected = detect_isa();
-  const char* cap = std::getenv("CKJIT_MAX_ISA");
-  m.isa = cap_isa(m.isa_detected, cap ? cap : "");
+  m.isa_detected = cpu_isa();
+  m.isa = process_isa();
   m.cgroup = read_cgroup_limits();
   std::vector<int> allowed = affinity_cpus();
   if (m.cgroup.cpuset) {

@@ -49,5 +49,7 @@ struct Machine {
 
 // Probes the live machine. Never throws for missing information: fields stay empty/zero.
 Machine detect_machine();
+// detect_machine() once per process (the load path's machine; `ckjit info` probes afresh).
+const Machine& this_machine();
 
 }  // namespace ckjit::topo

@@ -72,9 +72,9 @@ void require_memory(double bytes, const std::string& what, const std::string& hi
   const MemoryBudget b = memory_budget();
   if (b.available == 0 || bytes <= double(b.available)) return;
   char msg[512];
-  std::snprintf(msg, sizeof msg, "not enough memory for %s: %.0f MiB needed, %.0f MiB available (%s); %s (or pass --no-memory-check)",
+  std::snprintf(msg, sizeof msg, "not enough memory for %s: %.0f MiB needed, %.0f MiB available (%s); %s (or pass $no_memory_check)",
                 what.c_str(), bytes / 1048576.0, double(b.available) / 1048576.0, b.source.c_str(), hint.c_str());
-  throw Error(msg);
+  throw Error(msg, ErrorKind::out_of_memory);
 }
 
 }  // namespace ckjit::topo

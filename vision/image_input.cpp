@@ -32,13 +32,6 @@ PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& n
   return finish(image::decode(bytes, name), name, p);
 }
 
-void check_pair(const VisionHparams& v, const std::string& mmproj_name, const graph::Hparams& text, const std::string& model_name) {
-  if (v.proj_dim != text.n_embd || v.n_deepstack() != text.n_deepstack)
-    throw Error(mmproj_name + ": its rows are " + std::to_string(v.proj_dim) + " x (1 + " + std::to_string(v.n_deepstack()) +
-                " deepstack) wide, but " + model_name + " needs n_embd x (1 + deepstack) = " + std::to_string(text.n_embd) +
-                " x (1 + " + std::to_string(text.n_deepstack) + "): the mmproj belongs to another model");
-}
-
 std::vector<graph::ImageRows> image_rows(const std::vector<ImageEmbedding>& images) {
   std::vector<graph::ImageRows> out;
   for (const auto& e : images) out.push_back({e.nx, e.ny, e.row_width, e.rows.data()});

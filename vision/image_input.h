@@ -1,7 +1,6 @@
 #pragma once
 // From image files to projector rows, for the CLI and the library alike: decode + validate +
-// preprocess for this tower (errors name the image), the check that an mmproj fits a text model,
-// and the rows each image will take in the prompt (known before the tower runs, so a prompt that
+// preprocess for this tower (errors name the image), and the rows each image will take in the prompt (known before the tower runs, so a prompt that
 // cannot fit the context fails before any encoding).
 #include <cstdint>
 #include <span>
@@ -26,10 +25,6 @@ struct PreparedImage {
 // side below 2 pixels, a token budget that cannot be met — each naming `name`.
 PreparedImage prepare_image(const std::string& path, const image::PreprocessParams& p);
 PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name, const image::PreprocessParams& p);
-
-// The mmproj's rows must be what the text model reads: D = n_embd and as many deepstack slices
-// as the decoder adds. Error naming both files otherwise.
-void check_pair(const VisionHparams& v, const std::string& mmproj_name, const graph::Hparams& text, const std::string& model_name);
 
 // The bridge's view of encoded images (borrowed rows).
 std::vector<graph::ImageRows> image_rows(const std::vector<ImageEmbedding>& images);

@@ -3,11 +3,9 @@
 #include <algorithm>
 
 #include "graph/checkpoints.h"
-#include "jit/isa_select.h"
+#include "pair/context.h"
 #include "runtime/error.h"
-#include "runtime/tokenizer/gguf_vocab.h"
 #include "topology/machine.h"
-#include "vision/image_input.h"
 
 namespace ckjit::xray {
 
@@ -20,74 +18,62 @@ struct ExecutorScope {
 }  // namespace
 
 Runner::Runner(const RunnerOptions& o) : opt_(o) {
-  const topo::Machine machine = topo::detect_machine();
+  const topo::Machine& machine = topo::this_machine();
   pool_ = graph::Workers::for_budget(machine, o.threads > 0 ? o.threads : std::max(1, machine.usable_cpus));
-  file_.emplace(gguf::GgufFile::open(o.model));
-  graph::read_hparams(*file_);
-  std::optional<vision::VisionHparams> vhp;
-  if (!o.image.empty()) {
-    if (o.mmproj.empty()) throw Error("--image " + o.image + ": an image needs --mmproj (the vision projector GGUF of the model)");
-    mmproj_file_.emplace(gguf::GgufFile::open(o.mmproj));
-    vhp = vision::read_vision_hparams(*mmproj_file_);
-  }
-  graph::ModelOptions mopt;
-  mopt.linear.llama_prefill_order = o.llama_order;
-  mopt.linear.repack_threads = pool_->size();
-  mopt.linear.plan_rows = std::min(o.n_ubatch, o.n_ctx);
-  model_ = std::make_unique<graph::TextModel>(*file_, mopt, *pool_);
-  if (vhp) {
-    vision::check_pair(*vhp, o.mmproj, model_->hparams(), o.model);
-    vision_ = std::make_unique<vision::VisionModel>(*mmproj_file_, jit::runtime_isa(), *pool_);
-  }
-  tok_ = std::make_unique<tok::Tokenizer>(tok::vocab_from_gguf(*file_));
+  pair::LoadOptions lo;
+  lo.model_path = o.model;
+  lo.mmproj_path = o.image.empty() ? "" : o.mmproj;
+  lo.want_vision = !o.image.empty();
+  lo.wanted_by = o.image;
+  lo.threads = pool_->size();
+  lo.pool = pool_.get();
+  lo.use_profile = false;  // the cost model's plans: a comparison does not depend on a tuned file
+  lo.llama_prefill_order = o.llama_order;
+  lo.plan_rows = std::min(o.n_ubatch, o.n_ctx);
+  pair_ = pair::Model::load(lo);
 }
 
 Runner::~Runner() = default;
 
-int64_t Runner::n_vision_layers() const { return vision_ ? vision_->hparams().n_layer : 0; }
-int64_t Runner::n_deepstack() const { return vision_ ? vision_->hparams().n_deepstack() : 0; }
+int64_t Runner::n_vision_layers() const { return pair_->vision() ? pair_->vision()->hparams().n_layer : 0; }
+int64_t Runner::n_deepstack() const { return pair_->vision() ? pair_->vision()->hparams().n_deepstack() : 0; }
 
 RunResult Runner::run(jit::Executor ex, const std::vector<int32_t>& forced, int n_predict, Tap& tap) {
   ExecutorScope scope(ex);
-  graph::SessionOptions so;
-  so.n_ctx = opt_.n_ctx;
-  so.n_ubatch = std::min(opt_.n_ubatch, opt_.n_ctx);
-  so.attention = opt_.attention;
-  graph::Session session(*model_, so, *pool_);
-  session.set_tap(&tap);
+  pair::ContextOptions co;
+  co.n_ctx = opt_.n_ctx;
+  co.n_batch = opt_.n_ubatch;
+  co.image_min_tokens = opt_.image_min_tokens, co.image_max_tokens = opt_.image_max_tokens;
+  co.attention = opt_.attention;
+  pair::Context ctx(pair_, co, pool_.get());
+  ctx.session().set_tap(&tap);
   graph::GenerateOptions go;
   go.n_predict = n_predict;
   go.forced = forced;
   go.ignore_eos = true;  // the trajectory's length is the caller's, not the model's
   RunResult out;
-  graph::GenerateResult g;
-  if (vision_) {
-    const auto pp = vision_->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
-    vision::PreparedImage im = vision::prepare_image(opt_.image, pp);
-    std::vector<vision::ImageEmbedding> emb;
-    emb.push_back(vision_->encode(*pool_, im.pixels, nullptr, &tap));
-    out.n_patches = emb.back().n_rows() * 4;
-    graph::PromptOptions po = opt_.prompt;
-    po.text = graph::with_media_markers(po.text, emb.size());
-    const graph::BridgePrompt bridge =
-        graph::build_bridge_prompt(*tok_, graph::prompt_text(*file_, po), vision::image_rows(emb),
-                                   model_->hparams().n_embd, model_->hparams().n_deepstack);
-    g = graph::generate(session, *tok_, bridge, go, {});
-  } else {
-    g = graph::generate(session, *tok_, graph::prompt_tokens(*tok_, *file_, opt_.prompt), go, {});
+  pair::Prompt prompt;
+  prompt.chat = opt_.prompt.chat;
+  prompt.system = opt_.prompt.system;
+  if (pair_->vision()) {
+    std::vector<vision::PreparedImage> im = ctx.prepare_images({opt_.image});
+    prompt.add_image(ctx.encode(im.front(), nullptr, &tap));
+    out.n_patches = im.front().n_rows * 4;
   }
+  prompt.add_text(opt_.prompt.text);
+  const graph::GenerateResult g = ctx.generate(ctx.render(prompt), go, {});
   out.generated = g.generated;
-  out.n_rows = session.n_past();
+  out.n_rows = ctx.session().n_past();
   return out;
 }
 
 DumpShape Runner::shape(const RunResult& r) const {
-  const graph::Hparams& hp = model_->hparams();
+  const graph::Hparams& hp = pair_->hparams();
   DumpShape s;
   s.n_layer = hp.n_layer, s.n_embd = hp.n_embd, s.q_width = hp.q_width(), s.kv_width = hp.kv_width();
   s.n_ff = hp.n_ff, s.n_vocab = hp.n_vocab, s.n_deepstack = hp.n_deepstack, s.n_rows = r.n_rows;
-  if (vision_) {
-    const vision::VisionHparams& v = vision_->hparams();
+  if (pair_->vision()) {
+    const vision::VisionHparams& v = pair_->vision()->hparams();
     s.v_layers = v.n_layer, s.v_embd = v.n_embd, s.v_ff = v.n_ff, s.v_patches = r.n_patches, s.proj_dim = v.proj_dim;
   }
   return s;

@@ -11,16 +11,15 @@
 
 #include "graph/generate.h"
 #include "graph/session.h"
-#include "graph/text_model.h"
 #include "jit/executor.h"
+#include "pair/model.h"
 #include "runtime/tap.h"
-#include "vision/vision_model.h"
 #include "xray/llama_dump.h"
 
 namespace ckjit::xray {
 
 struct RunnerOptions {
-  std::string model, mmproj, image;  // image: one page, or empty for a text prompt
+  std::string model, mmproj, image;  // image: one page, or empty for a text prompt; mmproj: "" finds it beside the model
   graph::PromptOptions prompt;
   int threads = 0;                   // 0: the machine's usable CPUs
   int64_t n_ctx = 4096, n_ubatch = 512;
@@ -42,7 +41,7 @@ class Runner {
   // The prompt (greedy for n_predict steps when forced is empty), executor `ex`, checkpoints to tap.
   RunResult run(jit::Executor ex, const std::vector<int32_t>& forced, int n_predict, Tap& tap);
   DumpShape shape(const RunResult& r) const;
-  const graph::TextModel& model() const { return *model_; }
+  const graph::TextModel& model() const { return pair_->text(); }
   int64_t n_vision_layers() const;
   int64_t n_deepstack() const;
   // The weight a checkpoint's op reads, e.g. "blk.1.attn_q.weight" for L1.q ("" for none).
@@ -51,10 +50,7 @@ class Runner {
  private:
   RunnerOptions opt_;
   std::unique_ptr<graph::Workers> pool_;
-  std::optional<gguf::GgufFile> file_, mmproj_file_;
-  std::unique_ptr<graph::TextModel> model_;
-  std::unique_ptr<vision::VisionModel> vision_;
-  std::unique_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<const pair::Model> pair_;
 };
 
 }  // namespace ckjit::xray

@@ -10,7 +10,7 @@ namespace ckjit::image {
 ResizePlan plan_resize(int W, int H, const PreprocessParams& p) {
   if (W < 1 || H < 1) throw Error("image preprocessing: empty image");
   if (p.min_tokens < 1 || p.max_tokens < p.min_tokens)
-    throw Error("image preprocessing: want 1 <= --image-min-tokens <= --image-max-tokens (have " +
+    throw Error("image preprocessing: want 1 <= $image_min_tokens <= $image_max_tokens (have " +
                 std::to_string(p.min_tokens) + ", " + std::to_string(p.max_tokens) + ")");
   // llama.cpp computes in float32; round() is half away from zero.
   const float f = float(p.factor());

@@ -1,6 +1,7 @@
 #include "tools/ocr/runner.h"
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <set>
 
@@ -39,10 +40,12 @@ class Engine {
     mp.n_threads = o_.threads;
     mp.n_ctx = o_.n_ctx;
     mp.use_profile = 1;
+    mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model
     ckjit_model* m = nullptr;
-    if (ckjit_model_load(o_.model.c_str(), o_.mmproj.c_str(), &mp, &m) != CKJIT_OK)
+    if (ckjit_model_load(o_.model.c_str(), o_.mmproj.empty() ? nullptr : o_.mmproj.c_str(), &mp, &m) != CKJIT_OK)
       throw Error(std::string("loading the model: ") + ckjit_last_error());
     model_.reset(m);
+    if (o_.mmproj.empty()) std::fprintf(stderr, "ocr: mmproj %s (found beside the model)\n", ckjit_model_mmproj_path(m));
     ckjit_session_params sp;
     ckjit_session_params_default(&sp);
     sp.n_ctx = o_.n_ctx;

@@ -34,8 +34,13 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   mp.n_ctx = o.n_ctx;
   mp.use_profile = o.use_profile ? 1 : 0;
   mp.max_isa = o.max_isa.empty() ? nullptr : o.max_isa.c_str();
+  mp.n_batch = o.n_batch;
+  // Without --mmproj: the projector beside the model when its folder has one, else text only.
+  mp.find_mmproj = CKJIT_MMPROJ_FIND_IF_ANY;
   if (ckjit_model_load(o.model.c_str(), o.mmproj.empty() ? nullptr : o.mmproj.c_str(), &mp, &st->model) != CKJIT_OK)
     throw std::runtime_error(ckjit_last_error());
+  if (o.mmproj.empty() && *ckjit_model_mmproj_path(st->model))
+    std::fprintf(stderr, "serve: mmproj %s (found beside the model)\n", ckjit_model_mmproj_path(st->model));
   ckjit_session_params sp;
   ckjit_session_params_default(&sp);
   sp.n_ctx = o.n_ctx;

@@ -1,0 +1,99 @@
+#include "pair/context.h"
+
+#include <chrono>
+
+#include "pair/pair_checks.h"
+#include "runtime/error.h"
+#include "topology/memory.h"
+
+namespace ckjit::pair {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+}  // namespace
+
+Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o, graph::Workers* pool)
+    : model_(std::move(model)), opt_(o), pool_(pool) {
+  if (opt_.n_ctx < 1) throw Error("$n_ctx must be at least 1", ErrorKind::invalid_argument);
+  if (opt_.n_batch < 1) throw Error("$n_batch must be at least 1", ErrorKind::invalid_argument);
+  if (opt_.image_min_tokens < 1 || opt_.image_max_tokens < opt_.image_min_tokens)
+    throw Error("$image_min_tokens must be at least 1 and at most $image_max_tokens", ErrorKind::invalid_argument);
+  if (!pool_) pool_ = (own_pool_ = graph::Workers::for_budget(model_->machine(), model_->threads())).get();
+  graph::SessionOptions so;
+  so.n_ctx = opt_.n_ctx;
+  so.n_ubatch = std::min(opt_.n_batch, opt_.n_ctx);
+  so.attention = opt_.attention;
+  so.check_memory = opt_.check_memory;
+  session_ = std::make_unique<graph::Session>(model_->text(), so, *pool_);
+}
+
+Context::~Context() = default;
+
+void Context::require_vision() const {
+  if (!model_->vision()) throw Error("the model was loaded without an mmproj: it cannot read images", ErrorKind::no_vision);
+}
+
+vision::PreparedImage Context::prepare_image(const std::string& path) const {
+  require_vision();
+  require_readable(path, "image");
+  const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
+  try {
+    return vision::prepare_image(path, pp);
+  } catch (const Error& e) {
+    throw e.kind() == ErrorKind::general ? e.as(ErrorKind::bad_image) : e;
+  }
+}
+
+vision::PreparedImage Context::prepare_image(std::span<const uint8_t> bytes, const std::string& name) const {
+  require_vision();
+  if (bytes.empty()) throw Error(name + " is empty", ErrorKind::bad_image);
+  const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
+  try {
+    return vision::prepare_image(bytes, name, pp);
+  } catch (const Error& e) {
+    throw e.kind() == ErrorKind::general ? e.as(ErrorKind::bad_image) : e;
+  }
+}
+
+std::vector<vision::PreparedImage> Context::prepare_images(const std::vector<std::string>& paths) const {
+  std::vector<vision::PreparedImage> out;
+  int64_t rows = 0;
+  for (const std::string& path : paths) {
+    out.push_back(prepare_image(path));
+    const vision::PreparedImage& im = out.back();
+    rows += im.n_rows + 2;  // <|vision_start|>, the rows, <|vision_end|>
+    require_room(rows, path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
+                           " x " + std::to_string(im.pixels.height) + " canvas); the images take " + std::to_string(rows) +
+                           " rows with their start and end tokens");
+  }
+  return out;
+}
+
+std::shared_ptr<const vision::ImageEmbedding> Context::encode(vision::PreparedImage& im, OpProfile* prof, Tap* tap) {
+  require_vision();
+  const auto t0 = Clock::now();
+  if (opt_.check_memory)
+    topo::require_memory(model_->vision()->encode_bytes(im.n_rows * 4),
+                         "the vision tower on " + im.name + " (" + std::to_string(im.n_rows) + " rows)", "lower $image_max_tokens");
+  auto rows = std::make_shared<const vision::ImageEmbedding>(model_->vision()->encode(*pool_, im.pixels, prof, tap));
+  im.pixels = {};
+  encode_ms_ += ms_since(t0);
+  return rows;
+}
+
+void Context::require_room(int64_t rows, const std::string& what) const {
+  const graph::Session& s = *session_;
+  if (s.n_past() + rows >= s.n_ctx())
+    throw Error(what + ", more than the context has room for (" + std::to_string(s.n_ctx() - s.n_past() - 1) + " of $n_ctx " +
+                    std::to_string(s.n_ctx()) + "; raise $n_ctx or lower $image_max_tokens)",
+                ErrorKind::context_full);
+}
+
+graph::GenerateResult Context::generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o,
+                                        const graph::GenerateCallbacks& cb) {
+  return prompt.bridge ? graph::generate(*session_, model_->tokenizer(), *prompt.bridge, o, cb)
+                       : graph::generate(*session_, model_->tokenizer(), prompt.ids, o, cb);
+}
+
+}  // namespace ckjit::pair

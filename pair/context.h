@@ -1,0 +1,74 @@
+#pragma once
+// One conversation over a loaded Model (llama.cpp's llama_context + mtmd's helpers): a decoder
+// session (KV cache, arena, positions), the workers it runs on, and its limits (context length,
+// prefill chunk, image token budget). It prepares and encodes images (their memory and their room
+// in the context checked before the tower runs) and generates from a Prompt. Used by one thread
+// at a time; contexts on one model may run concurrently.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "graph/generate.h"
+#include "graph/session.h"
+#include "graph/workers.h"
+#include "pair/model.h"
+#include "pair/prompt.h"
+#include "runtime/op_profile.h"
+#include "runtime/tap.h"
+#include "vision/image_input.h"
+
+namespace ckjit::pair {
+
+struct ContextOptions {
+  int64_t n_ctx = 4096;
+  int64_t n_batch = 512;                 // prefill rows per chunk
+  int image_min_tokens = 8, image_max_tokens = 4096;  // rows per image (llama.cpp's defaults)
+  graph::AttentionOrder attention = graph::AttentionOrder::llama;
+  bool check_memory = true;              // refuse KV cache, activations or an encode beyond the memory available
+};
+
+class Context {
+ public:
+  // pool: the workers to run on (borrowed; e.g. the ones the model was loaded with); null: the
+  // context's own, as many as the model's threads. Errors: invalid_argument (limits), out_of_memory.
+  Context(std::shared_ptr<const Model> model, const ContextOptions& o, graph::Workers* pool = nullptr);
+  ~Context();
+
+  const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+  const ContextOptions& options() const { return opt_; }
+  graph::Session& session() { return *session_; }
+  const graph::Session& session() const { return *session_; }
+  graph::Workers& pool() { return *pool_; }
+
+  // Decoded and preprocessed for this model's tower; Error no_vision without one, bad_image for
+  // a broken image or one that would not fit the context.
+  vision::PreparedImage prepare_image(const std::string& path) const;
+  vision::PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name) const;
+  // Several images meant for one prompt: each prepared, and together checked against the context.
+  std::vector<vision::PreparedImage> prepare_images(const std::vector<std::string>& paths) const;
+  // Through the vision tower (its memory checked first); im's pixels are released.
+  std::shared_ptr<const vision::ImageEmbedding> encode(vision::PreparedImage& im, OpProfile* prof = nullptr, Tap* tap = nullptr);
+
+  // Error context_full when `rows` more rows (a prompt, or images still to be placed) do not fit
+  // behind what the session holds; `what` names them.
+  void require_room(int64_t rows, const std::string& what) const;
+  // The prompt for this model at the session's next position.
+  RenderedPrompt render(const Prompt& p) const { return p.render(*model_, session_->next_position()); }
+  // Runs a rendered prompt (prefill, then decode); Error context_full when it does not fit.
+  graph::GenerateResult generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o, const graph::GenerateCallbacks& cb);
+
+  double encode_ms() const { return encode_ms_; }  // every encode() so far
+
+ private:
+  void require_vision() const;
+  std::shared_ptr<const Model> model_;
+  ContextOptions opt_;
+  std::unique_ptr<graph::Workers> own_pool_;
+  graph::Workers* pool_ = nullptr;
+  std::unique_ptr<graph::Session> session_;
+  double encode_ms_ = 0;
+};
+
+}  // namespace ckjit::pair
