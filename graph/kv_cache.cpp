@@ -10,8 +10,8 @@
 namespace ckjit::graph {
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout)
-    : n_layer_(n_layer), n_ctx_(n_ctx), n_pad_((n_ctx + 7) / 8 * 8), n_head_kv_(n_head_kv), dh_(head_dim), layout_(layout),
-      layer_elems_(size_t(n_head_kv * head_dim * (layout == KvLayout::panels ? (n_ctx + 7) / 8 * 8 : n_ctx))),
+    : n_layer_(n_layer), n_ctx_(n_ctx), n_pad_(padded_slots(n_ctx)), n_head_kv_(n_head_kv), dh_(head_dim), layout_(layout),
+      layer_elems_(size_t(n_head_kv * head_dim * (layout == KvLayout::panels ? padded_slots(n_ctx) : n_ctx))),
       k_(new uint16_t[layer_elems_ * size_t(n_layer)]), v_(new uint16_t[layer_elems_ * size_t(n_layer)]) {
   if (layout == KvLayout::panels && head_dim % 8 != 0) throw Error("KV cache: panels need a head dim that is a multiple of 8");
 }

@@ -23,6 +23,14 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_pad() const { return n_pad_; }
   size_t bytes() const { return 2 * layer_elems_ * size_t(n_layer_) * sizeof(uint16_t); }
+  // bytes() of a cache with these dimensions, before it is allocated (in double: an absurd context
+  // must be refused by the memory check, not wrap around).
+  static double bytes_for(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout) {
+    const int64_t slots = layout == KvLayout::panels ? padded_slots(n_ctx) : n_ctx;
+    return 2.0 * double(sizeof(uint16_t)) * double(n_layer) * double(n_head_kv * head_dim) * double(slots);
+  }
+  // n_pad() for a context of n_ctx slots: a whole number of 8-key panels.
+  static int64_t padded_slots(int64_t n_ctx) { return (n_ctx + 7) / 8 * 8; }
 
   // Slot `slot` of layer `layer` := f16(k), f16(v) (n_head_kv*head_dim floats each, round to
   // nearest even). Different slots may be written concurrently.

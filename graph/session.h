@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "graph/activations.h"
 #include "graph/arena.h"
 #include "graph/batch.h"
 #include "graph/kv_cache.h"
@@ -74,7 +75,6 @@ class Session {
 
  private:
   void validate(const Batch& b) const;
-  void run_chunk(const Batch& b, int64_t begin, int64_t m, float* logits_out);
 
   const TextModel& model_;
   SessionOptions opt_;
@@ -82,7 +82,7 @@ class Session {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<TiledAttention> tiled_;  // AttentionOrder::tiled; null: llama.cpp's row attention
   Arena arena_;
-  struct Slots { size_t h0, h1, xn, prep, q, k, v, attn, ffn, ffn_tmp, att_scratch, cos, sin; } s_{};
+  ActivationSlots s_{};
   int64_t att_scratch_per_worker_ = 0;
   std::vector<float> logits_;  // grows to the most logits rows one batch asked for, then stays
   std::vector<int64_t> want_;  // chunk rows whose logits are wanted

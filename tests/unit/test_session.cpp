@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "graph/layer_ops.h"
 #include "graph/session.h"
 #include "graph/text_model.h"
 #include "jit/isa_select.h"
@@ -115,6 +116,23 @@ TEST_CASE("a context too large for this machine's memory is refused before the K
   so.n_ctx = 64;
   Session ok(m, so, pool);
   CHECK(ok.kv_bytes() > 0);
+}
+
+TEST_CASE("the memory check's figure is the arena and KV cache the session then allocates") {
+  gguf::GgufFile f = make_file(tinymodel::Spec{});
+  Workers pool(2);
+  const TextModel m(f, ModelOptions{}, pool);
+  const Hparams& hp = m.hparams();
+  SessionOptions so;
+  so.n_ctx = 100;  // not a multiple of 8: the panel layout pads, the row layout does not
+  so.n_ubatch = 16;
+  Session s(m, so, pool);
+  const SessionBytes b =
+      session_bytes(m, so.n_ctx, KvLayout::rows, so.n_ubatch, pool.size(), attention_scratch_floats(hp.head_dim, so.n_ctx));
+  CHECK(b.kv == double(s.kv_bytes()));
+  CHECK(b.activations == double(s.arena_bytes() + sizeof(float) * size_t(hp.n_vocab)));
+  const KvCache panels(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels);
+  CHECK(KvCache::bytes_for(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels) == double(panels.bytes()));
 }
 
 TEST_CASE("two sessions on one model in two threads give the same tokens as one after the other") {
