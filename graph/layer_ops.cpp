@@ -9,6 +9,7 @@
 
 #include "jit/isa_select.h"
 #include "runtime/error.h"
+#include "runtime/gcc12_avx512_warnings.h"
 
 namespace ckjit::graph {
 
@@ -56,6 +57,7 @@ void mad_tail(uint16_t* y, const uint16_t* x, int64_t i, int64_t n, float v) {
   for (; i < n; ++i) y[i] = f2h(std::fma(h2f(x[i]), v, h2f(y[i])));
 }
 
+CKJIT_AVX512_INTRINSICS_BEGIN
 __attribute__((target("avx512f,f16c,fma"))) inline __m512 load_h16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
@@ -91,6 +93,7 @@ __attribute__((target("avx512f,f16c,fma"))) void mad_f16_avx512(uint16_t* y, con
   for (int64_t i = 0; i < np; i += 16) store_h16(y + i, _mm512_fmadd_ps(load_h16(x + i), vv, load_h16(y + i)));
   mad_tail(y, x, np, n, v);
 }
+CKJIT_AVX512_INTRINSICS_END
 
 __attribute__((target("avx2,fma,f16c"))) inline __m256 load_h8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -213,6 +216,7 @@ void swiglu_tail(const float* g, const float* u, float* y, int64_t i, int64_t n)
   for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+CKJIT_AVX512_INTRINSICS_BEGIN
 __attribute__((target("avx512f,avx512dq"))) inline __m512 exp_llama_avx512(__m512 x) {
   const __m512 r = _mm512_set1_ps(0x1.8p23f);
   const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
@@ -241,6 +245,7 @@ __attribute__((target("avx512f,avx512dq"))) void swiglu_avx512(const float* g, c
   }
   swiglu_tail(g, u, y, n / 16 * 16, n);
 }
+CKJIT_AVX512_INTRINSICS_END
 
 // 2^k from exponent bits, |k| <= 126.
 __attribute__((target("avx2,fma"))) inline __m256 pow2i(__m256i k) {

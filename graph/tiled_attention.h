@@ -17,6 +17,7 @@
 #include "graph/kv_cache.h"
 #include "graph/layer_ops.h"
 #include "graph/workers.h"
+#include "jit/attention_tile.h"
 
 namespace ckjit::graph {
 
@@ -25,21 +26,18 @@ class TiledAttention {
   // Emits the kernels for this shape and a cache of n_pad slots (KvCache::n_pad()).
   TiledAttention(const AttentionShape& s, int64_t n_pad);
   // Floats of scratch one worker needs.
-  int64_t scratch_floats() const { return rows_cap_ * (kTk + 2 * s_.head_dim + 2); }
+  int64_t scratch_floats() const { return tile_.scratch_floats(rows_cap_) + rows_cap_ * s_.head_dim; }
   // out[i] = attention of query row i (position slot pos0 + i; it sees cache slots [0, pos0 + i]) for
   // m rows of n_head*head_dim floats. scratch: scratch_floats() per worker.
   void run(Workers& pool, const float* q, int64_t m, int64_t pos0, const KvCache& kv, int64_t layer, float* out,
            float* scratch) const;
 
  private:
-  static constexpr int64_t kTk = 128;  // keys per block
-  static constexpr int kMr = 4, kNr = 3;
   void attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, const float* q, int64_t i0, int64_t rows_per_head,
                    int64_t pos0, float* out, float* scratch) const;
   AttentionShape s_;
   int64_t group_, positions_per_tile_, rows_cap_, n_pad_;
-  std::vector<const void*> score_fns_;  // [mr-1][nr-1]
-  std::vector<const void*> pv_fns_;     // [nk/8-1][mr-1][nr-1]
+  jit::AttentionTile tile_;
 };
 
 }  // namespace ckjit::graph

@@ -5,11 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
-#include "graph/tile_softmax.h"
 #include "vision/dense_linear.h"
 
 namespace ckjit::vision {
@@ -123,82 +121,26 @@ void Rope2d::apply(graph::Workers& pool, float* x, int64_t ld, int64_t n_head) c
 // ---- attention ----
 namespace {
 
-constexpr int64_t kTq = 32, kTk = 128;
-constexpr int kMr = 4, kNr = 3;
+constexpr int64_t kTq = 32;  // query rows per tile
 
-void call(const void* fn, const jit::GemmArgs& a) { reinterpret_cast<jit::GemmFn>(const_cast<void*>(fn))(&a); }
+// The key-block lengths of n_pad keys: full blocks and the last, shorter one.
+std::vector<int64_t> full_block_keys(int64_t n_pad) {
+  const int64_t kTk = jit::AttentionTile::kKeyBlock;
+  return {std::min(kTk, n_pad), n_pad % kTk ? n_pad % kTk : kTk};
+}
 
 }  // namespace
 
 VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads)
-    : n_(n), n_head_(n_head), dh_(head_dim), n_pad_(round_up(n, 8)) {
-  if (head_dim % 8 != 0) throw Error("vision attention: head dim must be a multiple of 8");
+    : n_(n), n_head_(n_head), dh_(head_dim), n_pad_(round_up(n, 8)),
+      tile_(head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))) {
   kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0);
   vp_.assign(size_t(n_head_ * n_pad_ * dh_), 0);
-  scratch_per_worker_ = kTq * kTk + kTq * dh_ + 2 * kTq;
+  scratch_per_worker_ = tile_.scratch_floats(kTq);
   scratch_.assign(size_t(scratch_per_worker_ * std::max(1, threads)), 0.0f);
-  const int64_t last_nk = n_pad_ % kTk ? n_pad_ % kTk : kTk;
-  for (int mr = 1; mr <= kMr; ++mr)
-    for (int nr = 1; nr <= kNr; ++nr)
-      score_fns_.push_back(reinterpret_cast<const void*>(jit::dense_kernel(TensorType::F16, mr, nr, dh_, dh_, false, jit::Epilogue::Store)));
-  for (int64_t nk : {std::min(kTk, n_pad_), last_nk})
-    for (int mr = 1; mr <= kMr; ++mr)
-      for (int nr = 1; nr <= kNr; ++nr)
-        pv_fns_.push_back(reinterpret_cast<const void*>(jit::dense_kernel(TensorType::F16, mr, nr, nk, n_pad_, true, jit::Epilogue::Store)));
 }
 
 VisionAttention::~VisionAttention() = default;
-
-void VisionAttention::attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp,
-                                  float* out, int64_t ldo, float* scratch) const {
-  float* S = scratch;          // kTq x kTk
-  float* O = S + kTq * kTk;    // kTq x dh
-  float* M = O + kTq * dh_;
-  float* L = M + kTq;
-  std::fill(O, O + kTq * dh_, 0.0f);
-  std::fill(M, M + kTq, -std::numeric_limits<float>::infinity());
-  std::fill(L, L + kTq, 0.0f);
-  const float scale = 1.0f / std::sqrt(float(dh_));
-  const int64_t dpanels = dh_ / 8;
-  jit::GemmArgs a;
-  for (int64_t kb = 0; kb < n_pad_; kb += kTk) {
-    const int64_t nk = std::min(kTk, n_pad_ - kb), kpanels = nk / 8;
-    const bool last = kb + kTk >= n_pad_ && n_pad_ % kTk;
-    // S = Q K^T: key panels are the "weights" (dh x 8 each).
-    for (int64_t r = 0; r < rows; r += kMr) {
-      const int mr = int(std::min<int64_t>(kMr, rows - r));
-      for (int64_t p = 0; p < kpanels; p += kNr) {
-        const int nr = int(std::min<int64_t>(kNr, kpanels - p));
-        a.w = reinterpret_cast<const uint8_t*>(kp + (kb / 8 + p) * dh_ * 8);
-        a.x = q + r * ldq, a.ldx = ldq * 4;
-        a.y = S + r * kTk + p * 8, a.ldy = kTk * 4;
-        call(score_fns_[size_t((mr - 1) * kNr + nr - 1)], a);
-      }
-    }
-    const int64_t valid = std::min(nk, n_ - kb);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float alpha = graph::softmax_step(S + r * kTk, nk, valid, scale, M[r], L[r]);
-      if (kb > 0 && alpha != 1.0f)  // x * 1 == x: skipping it changes no bit
-        for (int64_t d = 0; d < dh_; ++d) O[r * dh_ + d] *= alpha;
-    }
-    // O += P V: value panels (8 dims x all keys) are the "weights"; the chain continues in O.
-    const size_t pv0 = last ? size_t(kMr * kNr) : 0;
-    for (int64_t r = 0; r < rows; r += kMr) {
-      const int mr = int(std::min<int64_t>(kMr, rows - r));
-      for (int64_t p = 0; p < dpanels; p += kNr) {
-        const int nr = int(std::min<int64_t>(kNr, dpanels - p));
-        a.w = reinterpret_cast<const uint8_t*>(vp + p * n_pad_ * 8 + kb * 8);
-        a.x = S + r * kTk, a.ldx = kTk * 4;
-        a.y = O + r * dh_ + p * 8, a.ldy = dh_ * 4;
-        call(pv_fns_[pv0 + size_t((mr - 1) * kNr + nr - 1)], a);
-      }
-    }
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float inv = 1.0f / L[r];
-    for (int64_t d = 0; d < dh_; ++d) out[r * ldo + d] = O[r * dh_ + d] * inv;
-  }
-}
 
 __attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
   const int64_t C = n_head_ * dh_;
@@ -233,8 +175,9 @@ void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* o
   pool.run(size_t(n_head_ * n_qt), [&](size_t t, int worker) {
     const int64_t h = int64_t(t) / n_qt, qt = int64_t(t) % n_qt;
     const int64_t q0 = qt * kTq, rows = std::min(kTq, n_ - q0);
-    attend_tile(qkv + q0 * ld + h * dh_, ld, rows, kp_.data() + h * dh_ * n_pad_, vp_.data() + h * n_pad_ * dh_,
-                out + q0 * ldo + h * dh_, ldo, scratch_.data() + worker * scratch_per_worker_);
+    const jit::TileRows tile_rows{rows, rows, ldo, 0};  // one head: row r is patch q0 + r
+    tile_.attend(qkv + q0 * ld + h * dh_, ld, tile_rows, jit::KeyMask{n_, false}, kp_.data() + h * dh_ * n_pad_,
+                 vp_.data() + h * n_pad_ * dh_, out + q0 * ldo + h * dh_, scratch_.data() + worker * scratch_per_worker_);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/workers.h"
+#include "jit/attention_tile.h"
 
 namespace ckjit::vision {
 
@@ -74,15 +75,12 @@ class VisionAttention {
 
  private:
   void pack_head(const float* qkv, int64_t ld, int64_t h) const;
-  void attend_tile(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, const uint16_t* vp, float* out,
-                   int64_t ldo, float* scratch) const;
   int64_t n_, n_head_, dh_, n_pad_;
+  jit::AttentionTile tile_;
   mutable std::vector<uint16_t> kp_;  // per head: n_pad/8 panels of dh x 8 keys (f16)
   mutable std::vector<uint16_t> vp_;  // per head: dh/8 panels of n_pad x 8 values (f16)
   mutable std::vector<float> scratch_;
   int64_t scratch_per_worker_ = 0;
-  std::vector<const void*> score_fns_;  // [mr-1][nr-1]
-  std::vector<const void*> pv_fns_;     // [last block][mr-1][nr-1]
 };
 
 }  // namespace ckjit::vision

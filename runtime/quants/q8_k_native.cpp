@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/gcc12_avx512_warnings.h"
+
 namespace ckjit::quant {
 namespace {
 
@@ -59,6 +61,7 @@ void finish_block(BlockQ8_K& b, float iscale) {
 
 }  // namespace
 
+CKJIT_AVX512_INTRINSICS_BEGIN
 __attribute__((target("avx512f,avx512bw"))) void quantize_row_q8_K_fma_avx512(const float* x, BlockQ8_K* y, int64_t n) {
   const int64_t nb = n / QK_K;
   const __m512 magic = _mm512_set1_ps(kMagic);
@@ -78,6 +81,7 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_row_q8_K_fma_avx512(co
     finish_block(b, iscale);
   }
 }
+CKJIT_AVX512_INTRINSICS_END
 
 // The first element of largest |x| (what block_max's strict '>' scan finds), vectorized: the
 // maximum of |x| (NaNs skipped, as the scan skips them), then the first element that reaches it.

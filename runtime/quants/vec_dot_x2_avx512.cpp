@@ -2,6 +2,10 @@
 
 #include <immintrin.h>
 
+#include "runtime/gcc12_avx512_warnings.h"
+
+CKJIT_AVX512_INTRINSICS_BEGIN
+
 namespace ckjit::quant {
 
 namespace {
@@ -71,3 +75,5 @@ CKJIT_X2_TARGET void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const Bloc
 }
 
 }  // namespace ckjit::quant
+
+CKJIT_AVX512_INTRINSICS_END

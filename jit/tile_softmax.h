@@ -1,14 +1,15 @@
 #pragma once
-// The online-softmax step of the tiled attentions (the vision tower's full attention and the
-// decoder's causal one): AVX2 code, the floor every ckjit CPU runs, so the bits are the same on
-// every ISA path.
+// The online-softmax step of the attention tile (jit/attention_tile.h), which the decoder's causal
+// attention and the vision tower's full attention share: AVX2 code, the floor every ckjit CPU
+// runs, so the bits are the same on every ISA path. In jit/, below graph/ and vision/, so both may
+// include it.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
-namespace ckjit::graph {
+namespace ckjit::jit {
 
 // exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs at or below -88
 // (masked keys: -inf) give exactly 0: the exponent field of 2^-127 is 0.
@@ -65,4 +66,4 @@ __attribute__((target("avx2,fma"))) inline float softmax_step(float* s, int64_t 
   return alpha;
 }
 
-}  // namespace ckjit::graph
+}  // namespace ckjit::jit

@@ -1,0 +1,65 @@
+#pragma once
+// One tile of the tiled online-softmax attention, shared by the decoder's causal GQA attention
+// (graph/tiled_attention.h) and the vision tower's full attention (vision/vision_ops.h), so both
+// keep one float order: up to 32 query rows against f16 key and value panels, in key blocks of
+// kKeyBlock. Per block: S = Q K^T (op=dense JIT tiles, one FMA chain over head_dim per score),
+// softmax_step per row (jit/tile_softmax.h) over the keys the row may see, O *= alpha, and
+// O += P V (one chain over the keys per output, continued across blocks); then out = O * (1 / L).
+// The callers differ only in where rows go (TileRows) and which keys they see (KeyMask).
+// In jit/, below graph/ and vision/, so both may use it.
+#include <cstdint>
+#include <vector>
+
+#include "jit/kernel_args.h"
+
+namespace ckjit::jit {
+
+// Where the rows of a tile live in the caller's output: `positions` consecutive positions of one
+// head, then the same positions of the next head (the decoder's tile holds every query head of
+// one KV head; a vision tile holds one head).
+struct TileRows {
+  int64_t count;            // rows in the tile
+  int64_t positions;        // row r is position r % positions of head r / positions
+  int64_t position_stride;  // floats between consecutive positions in out
+  int64_t head_stride;      // floats between consecutive heads in out
+  int64_t offset(int64_t r) const { return (r % positions) * position_stride + (r / positions) * head_stride; }
+};
+
+// Which keys each row sees: the first `keys` (full attention) or, causal, keys + p for position p
+// (a decoder row sees the cache up to its own slot). Keys past that get weight exactly 0.
+struct KeyMask {
+  int64_t keys;  // keys position 0 sees
+  bool causal;
+  int64_t seen(const TileRows& rows, int64_t r) const { return causal ? keys + r % rows.positions : keys; }
+  int64_t most(const TileRows& rows) const { return causal ? keys + rows.positions - 1 : keys; }
+};
+
+class AttentionTile {
+ public:
+  static constexpr int64_t kKeyBlock = 128;
+  // Emits the kernels for heads of head_dim (a multiple of 8) and value panels of panel_keys keys;
+  // block_keys: the lengths (multiples of 8, at most kKeyBlock) the caller's key blocks can have.
+  AttentionTile(int64_t head_dim, int64_t panel_keys, const std::vector<int64_t>& block_keys, float scale);
+  // Floats of scratch one tile of up to max_rows rows needs.
+  int64_t scratch_floats(int64_t max_rows) const { return max_rows * (kKeyBlock + head_dim_ + 2); }
+  // q: rows.count query rows of head_dim floats, ldq apart (rounded as the caller's contract wants);
+  // kp: key panels of head_dim x 8 f16 (key j in panel j / 8); vp: head_dim / 8 value panels of
+  // panel_keys x 8 f16; out: row r at out + rows.offset(r).
+  void attend(const float* q, int64_t ldq, const TileRows& rows, const KeyMask& mask, const uint16_t* kp,
+              const uint16_t* vp, float* out, float* scratch) const;
+
+ private:
+  static constexpr int kMr = 4, kNr = 3;  // micro-tile: rows x panels of 8 keys (or 8 dims)
+  struct Accumulators;
+  void scores(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, int64_t kb, int64_t nk, float* S) const;
+  void softmax_rows(const TileRows& rows, const KeyMask& mask, int64_t kb, int64_t nk, const Accumulators& acc) const;
+  void add_pv(int64_t rows, const uint16_t* vp, int64_t kb, int64_t nk, const Accumulators& acc) const;
+  void normalise(const TileRows& rows, const Accumulators& acc, float* out) const;
+  GemmFn pv_kernel(int64_t nk, int mr, int nr) const;
+  int64_t head_dim_, panel_keys_;
+  float scale_;
+  std::vector<GemmFn> score_fns_;  // [mr-1][nr-1]
+  std::vector<GemmFn> pv_fns_;     // [nk/8-1][mr-1][nr-1]; null for block lengths not asked for
+};
+
+}  // namespace ckjit::jit
