@@ -156,6 +156,7 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
     }
   }
   for (jit::IsaPath path : paths) {
+    if (path == jit::IsaPath::Amx && shape.m == 1) continue;  // a 16-row tile for one row: the planner gives it to AVX-512
     OpKernels out;
     if (plan) {
       try {

@@ -19,9 +19,9 @@ void check_memory_for(const TextModel& model, int64_t n_ctx, int64_t M, KvLayout
   const double mib = 1048576.0;
   const SessionBytes b = session_bytes(model, n_ctx, layout, M, workers, att_scratch_per_worker);
   char what[160];
-  std::snprintf(what, sizeof what, "this context (KV cache for -c %lld: %.0f MiB, activations for -b %lld: %.0f MiB)",
+  std::snprintf(what, sizeof what, "this context (KV cache for $n_ctx %lld: %.0f MiB, activations for $n_batch %lld: %.0f MiB)",
                 (long long)n_ctx, b.kv / mib, (long long)M, b.activations / mib);
-  topo::require_memory(b.kv + b.activations, what, "lower -c or -b");
+  topo::require_memory(b.kv + b.activations, what, "lower $n_ctx or $n_batch");
 }
 }  // namespace
 
@@ -33,7 +33,7 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
   opt_.n_ubatch = std::min(opt_.n_ubatch, opt_.n_ctx);
   const bool llama_attention = opt_.attention == AttentionOrder::llama;
   if (!llama_attention && model_.options().linear.llama_prefill_order)
-    throw Error("the tiled attention and llama.cpp's token-by-token order (--llama-order) exclude each other");
+    throw Error("the tiled attention and llama.cpp's token-by-token order (llama_prefill_order, --llama-order) exclude each other", ErrorKind::invalid_argument);
   const KvLayout layout = llama_attention ? KvLayout::rows : KvLayout::panels;
   // The tiled attention's kernels (no large buffer) come first: its scratch is part of the arena.
   const AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim, 1.0f / std::sqrt(float(hp.head_dim))};

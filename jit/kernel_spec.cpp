@@ -121,7 +121,11 @@ std::string dense_block_problem(IsaPath isa, int mr, int nr) {
 }
 
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr) {
-  if (isa == IsaPath::Amx) return mr == 16 ? "" : "AMX kernels work on 16-row tiles (mr=16)";
+  if (isa == IsaPath::Amx) {
+    if (mr != 16) return "AMX kernels work on 16-row tiles (mr=16)";
+    if (nr < 1 || nr > 2) return "AMX kernels take nr = 1 or 2 weight streams (tile budget)";
+    return op == Op::SwiGLU && nr != 2 ? "swiglu needs an even nr (gate and up panels in pairs)" : "";
+  }
   if (mr < 1 || mr > 6) return "mr must be 1..6";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
   if (op == Op::SwiGLU && nr % 2 != 0) return "swiglu needs an even nr (gate and up panels in pairs)";

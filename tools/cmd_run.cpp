@@ -6,7 +6,6 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <cstdio>
@@ -28,11 +27,9 @@
 #include "topology/machine.h"
 
 namespace po = boost::program_options;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 std::string read_text_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);

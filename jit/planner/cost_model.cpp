@@ -25,8 +25,10 @@ void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
   const bool avx512 = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
   if (!has_kernels || !(avx512 || isa.avx2)) return;
   k.jit = true;
-  // Without AVX-512 the 8-lane kernels run, with vpdpbusd where the CPU has AVX-VNNI.
-  k.jit_isa = avx512                                      ? jit::IsaPath::Avx512
+  // Without AVX-512 the 8-lane kernels run, with vpdpbusd where the CPU has AVX-VNNI. AMX tiles
+  // serve M > 1 only (the planner moves one-row ops to AVX-512: make_context).
+  k.jit_isa = jit::isa_runs(jit::IsaPath::Amx, isa)      ? jit::IsaPath::Amx
+              : avx512                                    ? jit::IsaPath::Avx512
               : jit::isa_runs(jit::IsaPath::AvxVnni, isa) ? jit::IsaPath::AvxVnni
                                                           : jit::IsaPath::Avx2;
   // The kernels read the repacked panels, not the file's blocks: Q5_K and Q6_K keep one byte per

@@ -12,10 +12,9 @@
 namespace ckjit::planner {
 namespace {
 
-// The vector path the planner plans for (kernel_traits): AVX-512 with VNNI, else AVX-VNNI (VEX),
-// else AVX2; the AMX kernels are not planned by the register model.
-std::optional<jit::IsaPath> runnable_path() {
-  const topo::Isa isa = jit::runtime_isa();
+// The vector path whose panels the operands are packed for: AVX-512 with VNNI (its panels also
+// feed the AMX kernels the planner picks for M > 1), else AVX-VNNI (VEX), else AVX2.
+std::optional<jit::IsaPath> runnable_path(const topo::Isa& isa) {
   if (jit::isa_runs(jit::IsaPath::Avx512, isa)) return jit::IsaPath::Avx512;
   if (jit::isa_runs(jit::IsaPath::AvxVnni, isa)) return jit::IsaPath::AvxVnni;
   if (jit::isa_runs(jit::IsaPath::Avx2, isa)) return jit::IsaPath::Avx2;
@@ -35,8 +34,8 @@ jit::PackedWeights clone(const jit::PackedWeights& w) {
 
 }  // namespace
 
-JitRunner::JitRunner(double max_macs, std::size_t cold_bytes)
-    : max_macs_(max_macs), cold_bytes_(cold_bytes), isa_(runnable_path()) {}
+JitRunner::JitRunner(double max_macs, std::size_t cold_bytes, const topo::Isa& isa)
+    : max_macs_(max_macs), cold_bytes_(cold_bytes), target_(isa), isa_(runnable_path(isa)) {}
 
 std::string JitRunner::name() const {
   return std::string("jit (generated kernels, ") + (isa_ ? jit::isa_name(*isa_) : "none runnable") + ")";
@@ -75,7 +74,9 @@ void JitRunner::prepare(const OpShape& s) {
 
 const jit::JitKernel& JitRunner::kernel_for(const Plan& plan) {
   jit::KernelSpec spec = jit_spec_for(plan);
-  if (spec.isa != *isa_)
+  // AMX GEMMs read the AVX-512 panels (same width): the planner gives M > 1 ops to AMX where it runs.
+  const bool same_panels = jit::panel_cols(spec.isa) == jit::panel_cols(*isa_) && jit::isa_runs(spec.isa, target_);
+  if (spec.isa != *isa_ && !same_panels)
     throw Error(std::string("jit runner: the plan wants ") + jit::isa_name(spec.isa) + " kernels; this process runs " +
                 jit::isa_name(*isa_));
   spec.nc = 0;  // a hint only: the same code serves every nc, so share one kernel

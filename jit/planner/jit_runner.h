@@ -9,6 +9,7 @@
 #include <string>
 
 #include "jit/code_cache.h"
+#include "jit/isa_select.h"
 #include "jit/planner/jit_operands.h"
 #include "jit/planner/op_runner.h"
 
@@ -21,7 +22,8 @@ class JitRunner : public OpRunner {
   // through enough identical copies of them to stream that many bytes between two uses of one
   // copy (pass ~2 x L3), so every run reads its weights from DRAM as a model's forward pass does;
   // a decode GEMV timed on cache-hot weights would tune for the wrong bound.
-  explicit JitRunner(double max_macs = 1e12, std::size_t cold_bytes = 0);
+  // isa: what the measured load will run (a capped load's target); by default this process's.
+  explicit JitRunner(double max_macs = 1e12, std::size_t cold_bytes = 0, const topo::Isa& isa = jit::runtime_isa());
   std::string name() const override;
   std::string cannot_run(const OpShape& shape) const override;
   void prepare(const OpShape& shape) override;
@@ -36,6 +38,7 @@ class JitRunner : public OpRunner {
 
   double max_macs_;
   std::size_t cold_bytes_;
+  topo::Isa target_;
   std::optional<jit::IsaPath> isa_;
   std::optional<JitOperands> ops_;
   std::vector<jit::PackedWeights> copies_;  // [copy][matrix] extra weight copies for cold runs

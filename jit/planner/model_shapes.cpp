@@ -7,9 +7,15 @@
 namespace ckjit::planner {
 namespace {
 
-bool is_layer0_matrix(const gguf::TensorInfo& t) {
+bool is_layer_matrix(const gguf::TensorInfo& t) {
   const std::string_view n = t.name;
-  return n.starts_with("blk.0.") && n.ends_with(".weight") && t.n_dims == 2;
+  return n.starts_with("blk.") && n.ends_with(".weight") && t.n_dims == 2;
+}
+
+// "blk.7.ffn_up.weight" for ("blk.7.ffn_gate.weight", "ffn_gate", "ffn_up").
+std::string sibling(const std::string& name, const char* from, const char* to) {
+  const size_t at = name.find(from);
+  return at == std::string::npos ? "" : name.substr(0, at) + to + name.substr(at + std::string(from).size());
 }
 
 }  // namespace
@@ -31,11 +37,16 @@ std::vector<ModelOpShape> model_op_shapes(const gguf::GgufFile& f, int64_t prefi
     std::string tensors;
   };
   std::vector<Weight> weights;
+  // Every layer's matrices, as the decoder plans them: each weight's own GEMM / GEMV (ffn_up too,
+  // for the unfused orders) and each layer's gate + up as the fused SwiGLU. The layers of a
+  // Q4_K_M mix differ in type (attn_v, ffn_down), so layer 0 alone misses shapes.
   for (const auto& t : f.tensors()) {
-    if (!is_layer0_matrix(t) || &t == up) continue;
-    std::string name(t.name);
-    if (&t == gate) name += "+" + std::string(up->name);
-    weights.push_back({&t == gate ? OpKind::gate_up_swiglu : OpKind::gemm, t.type.type, t.ne[1], t.ne[0], name});
+    if (!is_layer_matrix(t)) continue;
+    const std::string name(t.name);
+    const gguf::TensorInfo* pair_up = name.find(".ffn_gate.") != std::string::npos ? f.find_tensor(sibling(name, "ffn_gate", "ffn_up")) : nullptr;
+    const bool fused = pair_up && pair_up->n_dims == 2 && pair_up->ne == t.ne && pair_up->type.type == t.type.type;
+    if (fused) weights.push_back({OpKind::gate_up_swiglu, t.type.type, t.ne[1], t.ne[0], name + "+" + std::string(pair_up->name)});
+    else weights.push_back({OpKind::gemm, t.type.type, t.ne[1], t.ne[0], name});
   }
   if (weights.empty()) throw Error(f.name() + ": no 2-D blk.0.*.weight tensors: not a decoder model this tuner knows");
 

@@ -51,6 +51,12 @@ Context make_context(const OpShape& shape, const topo::Machine& m, const Planner
   Context c;
   c.shape = shape;
   c.kernel = kernel_traits(m.isa, shape.wtype);
+  // A 16-row AMX tile for one row: one-row ops (decode) run the AVX-512 kernels, as Linear picks them.
+  if (c.kernel.jit && c.kernel.jit_isa == jit::IsaPath::Amx && shape.m == 1) {
+    topo::Isa no_amx = m.isa;
+    no_amx.amx_usable = no_amx.amx_int8 = no_amx.amx_tile = no_amx.amx_bf16 = false;
+    c.kernel = kernel_traits(no_amx, shape.wtype);
+  }
   c.caches = cache_sizes(m);
   c.peaks = opts.peaks ? *opts.peaks : default_peak_rates(m);
   c.budget = cpu_budget(m);
