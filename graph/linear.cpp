@@ -156,7 +156,7 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
     }
   }
   for (jit::IsaPath path : paths) {
-    if (path == jit::IsaPath::Amx && shape.m == 1) continue;  // a 16-row tile for one row: the planner gives it to AVX-512
+    if (path == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) continue;  // fewer rows than a tile: AVX-512, as planned
     OpKernels out;
     if (plan) {
       try {

@@ -1,6 +1,6 @@
 #pragma once
 // The one instrumentation hook of a decoder op: an OpScope around the op times it into the op
-// profile and, when the op ends, publishes its output checkpoints (graph/checkpoints.h) to the
+// profile and, when the op ends, publishes its output checkpoints (runtime/checkpoints.h) to the
 // tap. With neither attached it costs the op a pointer test. Tap overrides (same-input replay)
 // rewrite a checkpoint's buffer in place when it is published, so each checkpoint is published
 // as soon as its op has written it and before anything reads it.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 #include "runtime/op_profile.h"
 #include "runtime/tap.h"
 

@@ -67,7 +67,7 @@ class Session {
   // Op timings go to `p` from now on (nullptr: off); the caller sets its phase.
   void set_profile(OpProfile* p) { profile_ = p; }
   OpProfile* profile() const { return profile_; }
-  // Checkpoint outputs go to `t` from now on (nullptr: off); see graph/checkpoints.h.
+  // Checkpoint outputs go to `t` from now on (nullptr: off); see runtime/checkpoints.h.
   void set_tap(Tap* t) { tap_ = t; }
 
   size_t arena_bytes() const { return arena_.bytes(); }

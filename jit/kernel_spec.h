@@ -67,6 +67,11 @@ inline bool is_ymm_path(IsaPath isa) { return isa == IsaPath::Avx2 || isa == Isa
 // Columns in one weight panel for an ISA path (one accumulator register wide).
 inline int panel_cols(IsaPath isa) { return is_ymm_path(isa) ? 8 : 16; }
 
+// AMX kernels work on 16-row tiles: an op planned for fewer rows (decode, a short prefill chunk)
+// runs the AVX-512 kernels of the same panels instead (the planner and Linear both ask this).
+inline constexpr int kAmxTileRows = 16;
+inline bool amx_serves_rows(int64_t m) { return m >= kAmxTileRows; }
+
 // The register-block rule of the vector matmul emitters, in one place (the emitters, validate()
 // and the planner's candidate generator all ask it): an mr x nr block (nr = weight streams; SwiGLU
 // streams come in gate/up pairs) keeps 2 accumulators per (row, stream) plus one register per

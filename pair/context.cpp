@@ -11,6 +11,17 @@ namespace ckjit::pair {
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// A decoder's or the preprocessing's plain Error is a bad image; a kinded one keeps its kind.
+template <class F>
+vision::PreparedImage as_bad_image(F&& prepare) {
+  try {
+    return prepare();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::general) throw;
+    throw e.as(ErrorKind::bad_image);
+  }
+}
 }  // namespace
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o, graph::Workers* pool)
@@ -38,22 +49,14 @@ vision::PreparedImage Context::prepare_image(const std::string& path) const {
   require_vision();
   require_readable(path, "image");
   const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
-  try {
-    return vision::prepare_image(path, pp);
-  } catch (const Error& e) {
-    throw e.kind() == ErrorKind::general ? e.as(ErrorKind::bad_image) : e;
-  }
+  return as_bad_image([&] { return vision::prepare_image(path, pp); });
 }
 
 vision::PreparedImage Context::prepare_image(std::span<const uint8_t> bytes, const std::string& name) const {
   require_vision();
   if (bytes.empty()) throw Error(name + " is empty", ErrorKind::bad_image);
   const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
-  try {
-    return vision::prepare_image(bytes, name, pp);
-  } catch (const Error& e) {
-    throw e.kind() == ErrorKind::general ? e.as(ErrorKind::bad_image) : e;
-  }
+  return as_bad_image([&] { return vision::prepare_image(bytes, name, pp); });
 }
 
 std::vector<vision::PreparedImage> Context::prepare_images(const std::vector<std::string>& paths) const {

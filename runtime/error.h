@@ -26,7 +26,8 @@ inline const char* library_term(const std::string& name) {
   static const struct { const char *name, *term; } table[] = {
       {"n_ctx", "n_ctx"}, {"n_batch", "n_batch"}, {"n_threads", "n_threads"}, {"image_min_tokens", "image_min_tokens"},
       {"image_max_tokens", "image_max_tokens"}, {"mmproj", "the mmproj path"}, {"max_isa", "max_isa"},
-      {"no_memory_check", "check_memory = false"}, {"prompt", "text or an image"}, {"forced", "forced ids"}};
+      {"no_memory_check", "check_memory = false"}, {"prompt", "text or an image"}, {"forced", "forced ids"},
+      {"repeat_penalty", "repeat_penalty"}, {"top_p", "top_p"}, {"min_p", "min_p"}};
   for (const auto& t : table)
     if (name == t.name) return t.term;
   return nullptr;

@@ -74,9 +74,9 @@ int32_t argmax(std::span<const float> logits) {
 Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
     : params_(params), n_vocab_(n_vocab), work_(size_t(n_vocab)), rng_(params.seed) {
   if (n_vocab <= 0) throw Error("sampler: empty vocabulary");
-  if (params.repeat_penalty <= 0.0f) throw Error("--repeat-penalty must be positive");
-  if (params.top_p <= 0.0f) throw Error("--top-p must be positive");
-  if (params.min_p >= 1.0f) throw Error("--min-p must be below 1");
+  if (params.repeat_penalty <= 0.0f) throw Error("$repeat_penalty must be positive", ErrorKind::invalid_argument);
+  if (params.top_p <= 0.0f) throw Error("$top_p must be positive", ErrorKind::invalid_argument);
+  if (params.min_p >= 1.0f) throw Error("$min_p must be below 1", ErrorKind::invalid_argument);
   cand_.reserve(size_t(n_vocab));
   recent_.reserve(size_t(std::max(0, params.repeat_last_n)));
   recent_view_.reserve(recent_.capacity());

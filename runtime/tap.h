@@ -1,6 +1,6 @@
 #pragma once
 // The tap: ops publish their outputs under stable semantic names ("L3.attn_norm", "L3.q_roped",
-// "logits", "V7.block_out", "V.merger"; graph/checkpoints.h lists them) with the rows' sequence
+// "logits", "V7.block_out", "V.merger"; runtime/checkpoints.h lists them) with the rows' sequence
 // positions, so that two runs can be compared checkpoint by checkpoint (ckjit xray). Off (a null
 // tap) it costs the callers one pointer test per op. A filter selects names (regex) and rows.
 //

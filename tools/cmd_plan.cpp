@@ -40,7 +40,7 @@ static int plan_main(const std::vector<std::string>& args) {
   shape.m = vm["m"].as<int64_t>(), shape.n = vm["n"].as<int64_t>(), shape.k = vm["k"].as<int64_t>();
   ckjit::validate(shape);
 
-  auto machine = ckjit::topo::detect_machine();
+  const auto& machine = ckjit::topo::this_machine();
   ckjit::planner::PlannerOptions po_;
   po_.allow_smt = vm.count("smt") > 0;
   if (vm.count("threads")) {

@@ -85,7 +85,7 @@ static int tune_main(const std::vector<std::string>& args) {
   double max_mmac = vm["max-mmac"].as<double>();
   if (!(max_mmac >= 0)) throw Error("--max-mmac must not be negative");
 
-  auto machine = topo::detect_machine();
+  const auto& machine = topo::this_machine();
   MachineIdentity id = MachineIdentity::of(machine);
   std::string path = vm.count("profile") ? vm["profile"].as<std::string>() : profile_path(id);
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());

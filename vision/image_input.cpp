@@ -32,10 +32,4 @@ PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& n
   return finish(image::decode(bytes, name), name, p);
 }
 
-std::vector<graph::ImageRows> image_rows(const std::vector<ImageEmbedding>& images) {
-  std::vector<graph::ImageRows> out;
-  for (const auto& e : images) out.push_back({e.nx, e.ny, e.row_width, e.rows.data()});
-  return out;
-}
-
 }  // namespace ckjit::vision

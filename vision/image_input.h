@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "graph/bridge.h"
-#include "graph/hparams.h"
 #include "runtime/image/preprocess.h"
 #include "vision/vision_model.h"
 
@@ -25,8 +23,5 @@ struct PreparedImage {
 // side below 2 pixels, a token budget that cannot be met — each naming `name`.
 PreparedImage prepare_image(const std::string& path, const image::PreprocessParams& p);
 PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name, const image::PreprocessParams& p);
-
-// The bridge's view of encoded images (borrowed rows).
-std::vector<graph::ImageRows> image_rows(const std::vector<ImageEmbedding>& images);
 
 }  // namespace ckjit::vision

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <optional>
 
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
@@ -170,7 +170,7 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
   patch_->prepare(pool, patches.data(), 3 * P * P, n, xr.data());
   patch_->matmul(pool, xr.data(), n, z.data(), C);
   patches = {};
-  // Tapped checkpoints (graph/checkpoints.h): rows are patches in merge order.
+  // Tapped checkpoints (runtime/checkpoints.h): rows are patches in merge order.
   auto publish = [&](const std::string& name, float* data, int64_t cols) {
     if (tap) tap->publish(name, data, n, cols, cols, 0);
   };
@@ -214,45 +214,45 @@ ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32&
     // "prepare" rounds a matmul's input rows to the weight's input type (f16 for an F16 tower).
     std::optional<OpTimer> t(std::in_place, prof, "layer_norm", li, OpWork{}, OpCall{n});
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln1_w, L.ln1_b, hp_.eps);
-    if (tap) publish(graph::layer_checkpoint('V', l, "ln1"), a.data(), C);
+    if (tap) publish(layer_checkpoint('V', l, "ln1"), a.data(), C);
     t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.qkv->prepare_desc()}});
     L.qkv->prepare(pool, a.data(), C, n, xr.data());
     t.emplace(prof, "qkv", li, L.qkv->work(n), OpCall{n, {L.qkv->op_desc()}});
     L.qkv->matmul(pool, xr.data(), n, qkv.data(), 3 * C);
-    if (tap) publish(graph::layer_checkpoint('V', l, "qkv"), qkv.data(), 3 * C);
+    if (tap) publish(layer_checkpoint('V', l, "qkv"), qkv.data(), 3 * C);
     t.emplace(prof, "rope", li, OpWork{}, OpCall{n});
     rope.apply(pool, qkv.data(), 3 * C, hp_.n_head);      // Q
     rope.apply(pool, qkv.data() + C, 3 * C, hp_.n_head);  // K
     if (tap) {  // Q and K after RoPE: the first two thirds of each QKV row
-      tap->publish(graph::layer_checkpoint('V', l, "q_roped"), qkv.data(), n, C, 3 * C, 0);
-      tap->publish(graph::layer_checkpoint('V', l, "k_roped"), qkv.data() + C, n, C, 3 * C, 0);
+      tap->publish(layer_checkpoint('V', l, "q_roped"), qkv.data(), n, C, 3 * C, 0);
+      tap->publish(layer_checkpoint('V', l, "k_roped"), qkv.data() + C, n, C, 3 * C, 0);
     }
     t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0}, OpCall{n});
     attention.run(pool, qkv.data(), 3 * C, att.data(), C);
-    if (tap) publish(graph::layer_checkpoint('V', l, "attn"), att.data(), C);
+    if (tap) publish(layer_checkpoint('V', l, "attn"), att.data(), C);
     t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.out->prepare_desc()}});
     L.out->prepare(pool, att.data(), C, n, xr.data());
     t.emplace(prof, "out_proj", li, L.out->work(n), OpCall{n, {L.out->op_desc()}});
     L.out->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     std::swap(z, z2);
-    if (tap) publish(graph::layer_checkpoint('V', l, "attn_residual"), z.data(), C);
+    if (tap) publish(layer_checkpoint('V', l, "attn_residual"), z.data(), C);
     t.emplace(prof, "layer_norm", li, OpWork{}, OpCall{n});
     layer_norm_rows(pool, z.data(), C, a.data(), C, n, C, L.ln2_w, L.ln2_b, hp_.eps);
-    if (tap) publish(graph::layer_checkpoint('V', l, "ln2"), a.data(), C);
+    if (tap) publish(layer_checkpoint('V', l, "ln2"), a.data(), C);
     t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.up->prepare_desc()}});
     L.up->prepare(pool, a.data(), C, n, xr.data());
     t.emplace(prof, "ffn_up", li, L.up->work(n), OpCall{n, {L.up->op_desc()}});
     L.up->matmul(pool, xr.data(), n, h.data(), F);
     t.emplace(prof, "gelu", li, OpWork{}, OpCall{n});
     gelu_.apply(pool, h.data(), F, n, F);
-    if (tap) publish(graph::layer_checkpoint('V', l, "ffn_act"), h.data(), F);
+    if (tap) publish(layer_checkpoint('V', l, "ffn_act"), h.data(), F);
     t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.down->prepare_desc()}});
     L.down->prepare(pool, h.data(), F, n, xr.data());
     t.emplace(prof, "ffn_down", li, L.down->work(n), OpCall{n, {L.down->op_desc()}});
     L.down->matmul(pool, xr.data(), n, z2.data(), C, z.data(), C);
     t.reset();
     std::swap(z, z2);
-    if (tap) publish(graph::layer_checkpoint('V', l, "block_out"), z.data(), C);
+    if (tap) publish(layer_checkpoint('V', l, "block_out"), z.data(), C);
     if (const int ds = deepstack_of_layer_[size_t(l)]; ds >= 0) {
       float* slice = out.rows.data() + (1 + ds) * hp_.proj_dim;
       merge(pool, deepstack_[size_t(ds)], false, z.data(), n, slice, out.row_width, a, xr, h, prof, "deepstack_merger");

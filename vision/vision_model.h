@@ -43,7 +43,7 @@ class VisionModel {
   // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.
   image::PreprocessParams preprocess_params(int64_t min_tokens, int64_t max_tokens) const;
   // Error for a canvas that is not a whole number of merged patches.
-  // prof: where the op timings go (phase encode); tap: where the checkpoints go (graph/checkpoints.h);
+  // prof: where the op timings go (phase encode); tap: where the checkpoints go (runtime/checkpoints.h);
   // nullptr for none.
   ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
   std::vector<std::string> describe() const;

@@ -1,7 +1,7 @@
 #pragma once
 // Reads a llama.cpp graph dump (peer-cli --dump-tensors DIR: index.json + text.bin / vision.bin,
 // one record per evaluated node and ubatch) and, optionally, its projector rows (--dump-embd), as
-// ckjit checkpoints (graph/checkpoints.h). llama.cpp reuses names (Qcur before and after RoPE, one
+// ckjit checkpoints (runtime/checkpoints.h). llama.cpp reuses names (Qcur before and after RoPE, one
 // record per ubatch), so records are matched by name, order within the ubatch and shape.
 // Ubatches are delimited by the records of attn_norm-0; a record with fewer rows than its ubatch
 // holds that ubatch's last rows (llama.cpp keeps only the output rows after the last layer's

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 #include "pair/context.h"
 #include "runtime/error.h"
 #include "topology/machine.h"

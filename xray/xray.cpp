@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 #include "runtime/error.h"
 #include "runtime/json.h"
 #include "topology/machine.h"
@@ -74,14 +74,14 @@ XrayReport run_xray(const XrayOptions& o) {
   if (o.n_predict < 1) throw Error("-n must be at least 1 (the trajectory needs one logits row)");
   Runner runner(o.run);
   const graph::Hparams& hp = runner.model().hparams();
-  const std::vector<std::string> valid = graph::checkpoint_names(hp.n_layer, hp.n_deepstack, runner.n_vision_layers());
+  const std::vector<std::string> valid = checkpoint_names(hp.n_layer, hp.n_deepstack, runner.n_vision_layers());
   check_checkpoint_filter(o.checkpoints, valid);
   if (o.replay && std::find(valid.begin(), valid.end(), *o.replay) == valid.end())
     throw Error("--replay " + *o.replay + ": no such checkpoint in this model (" + std::to_string(valid.size()) +
                 " checkpoints, " + valid.front() + " ... " + valid.back() + ")");
 
   XrayReport rep;
-  rep.machine = topo::detect_machine().name();
+  rep.machine = topo::this_machine().name();
   rep.model = o.run.model;
   // The candidate: ckjit as it runs, greedy; its tokens are the trajectory every other run is forced on.
   Tap cand_tap(TapFilter{o.checkpoints, o.row_begin, o.row_end});
@@ -150,7 +150,7 @@ XrayReport run_xray(const XrayOptions& o) {
     ReplayResult& rr = rep.replay;
     rr.ran = true;
     rr.checkpoint = *target;
-    rr.op = graph::checkpoint_op(*target);
+    rr.op = checkpoint_op(*target);
     rr.weight = runner.weight_of(*target);
     Tap rep_tap(TapFilter{"^" + escape_regex(*target) + "$", o.row_begin, o.row_end});
     bool before = true;
@@ -202,7 +202,7 @@ std::vector<std::string> report_text(const XrayReport& r) {
   out.push_back("last passing: " + (r.last_passing ? describe(r.checkpoints[*r.last_passing]) : std::string("none")));
   if (!r.first_failing) out.push_back("first failing: none — no divergence");
   else
-    out.push_back("first failing: " + describe(r.checkpoints[*r.first_failing]) + "; op: " + graph::checkpoint_op(r.checkpoints[*r.first_failing].name));
+    out.push_back("first failing: " + describe(r.checkpoints[*r.first_failing]) + "; op: " + checkpoint_op(r.checkpoints[*r.first_failing].name));
   if (r.replay.ran) {
     out.push_back("replay of " + r.replay.checkpoint + " on the reference's inputs (" + std::to_string(r.replay.overrides) +
                   " rows fed): " + describe(r.replay.result));
@@ -224,7 +224,7 @@ std::string report_json(const XrayReport& r) {
       j["bit_identical"] = c.bit_identical, j["tolerance"] = c.tolerance;
     }
     if (c.other_distance) j["rel_l2_vs_one_token_run"] = *c.other_distance, j["bit_identical_to_one_token_run"] = c.other_identical;
-    j["op"] = graph::checkpoint_op(c.name);
+    j["op"] = checkpoint_op(c.name);
     return j;
   };
   OrderedJson j = {{"machine", r.machine}, {"model", r.model}, {"reference", r.reference}, {"tolerance_source", r.tolerance_source},

@@ -51,8 +51,8 @@ Context make_context(const OpShape& shape, const topo::Machine& m, const Planner
   Context c;
   c.shape = shape;
   c.kernel = kernel_traits(m.isa, shape.wtype);
-  // A 16-row AMX tile for one row: one-row ops (decode) run the AVX-512 kernels, as Linear picks them.
-  if (c.kernel.jit && c.kernel.jit_isa == jit::IsaPath::Amx && shape.m == 1) {
+  // Fewer rows than an AMX tile (decode, short chunks): the AVX-512 kernels, as Linear picks them.
+  if (c.kernel.jit && c.kernel.jit_isa == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) {
     topo::Isa no_amx = m.isa;
     no_amx.amx_usable = no_amx.amx_int8 = no_amx.amx_tile = no_amx.amx_bf16 = false;
     c.kernel = kernel_traits(no_amx, shape.wtype);
@@ -237,8 +237,10 @@ std::vector<RegisterBlock> register_block_candidates(const KernelTraits& k, OpKi
       for (int mr = 1; mr <= 16; ++mr)
         if (jit::register_block_problem(k.jit_isa, op, mr, panels * mats).empty()) mr_max = mr;
       if (mr_max == 0) continue;
+      // The largest mr, and smaller ones for short M where the emitter takes them (AMX: 16 only).
       std::set<int> mrs = {mr_max, std::min(mr_max, 4), std::min(mr_max, 2), 1};
-      for (int mr : mrs) out.push_back({mr, panels * k.lanes});
+      for (int mr : mrs)
+        if (jit::register_block_problem(k.jit_isa, op, mr, panels * mats).empty()) out.push_back({mr, panels * k.lanes});
     }
     return out;
   }
@@ -269,6 +271,9 @@ jit::KernelSpec jit_spec_for(const Plan& plan) {
   spec.isa = plan.kernel.jit_isa;
   spec.mr = plan.tiling.mr;
   spec.nr = plan.tiling.nr / lanes * s.weight_matrices();
+  // A register block AMX does not take (a hand-made tiling) runs the AVX-512 kernel of the same panels.
+  if (spec.isa == jit::IsaPath::Amx && !jit::register_block_problem(spec.isa, spec.op, spec.mr, spec.nr).empty())
+    spec.isa = jit::IsaPath::Avx512;
   spec.nc = int(plan.tiling.nc / lanes);
   spec.k = s.k;
   spec.validate();

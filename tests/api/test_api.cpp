@@ -542,3 +542,35 @@ TEST_CASE("api: chat_render gives the model's template with markers kept and ref
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("api") {
+
+TEST_CASE("api: find_mmproj takes the projector beside the model, names it, and reads the page as the named pair does") {
+  ckjit_model_params mp;
+  ckjit_model_params_default(&mp);
+  mp.n_threads = 2;
+  mp.n_ctx = 512;
+  mp.use_profile = 0;
+  mp.find_mmproj = CKJIT_MMPROJ_FIND;
+  mp.n_batch = 64;
+  ckjit_model* found = nullptr;
+  REQUIRE_MESSAGE(ckjit_model_load(pair().model.c_str(), nullptr, &mp, &found) == CKJIT_OK, ckjit_last_error());
+  CHECK(ckjit_model_has_vision(found) == 1);
+  CHECK(fs::equivalent(ckjit_model_mmproj_path(found), pair().mmproj));
+  ckjit_model* named = load();
+  CHECK(fs::equivalent(ckjit_model_mmproj_path(named), pair().mmproj));
+  const std::string img = image_path("square-64.png");
+  CHECK(run(found, "Read <__media__> this.", img.c_str()) == run(named, "Read " CKJIT_MEDIA_MARKER " this.", img.c_str()));
+  ckjit_model* text_only = load(false);
+  CHECK(std::string(ckjit_model_mmproj_path(text_only)).empty());
+  mp.find_mmproj = 7;
+  ckjit_model* bad = nullptr;
+  CHECK(ckjit_model_load(pair().model.c_str(), nullptr, &mp, &bad) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(bad == nullptr);
+  CHECK(std::string(ckjit_model_mmproj_path(nullptr)).empty());
+  ckjit_model_free(text_only);
+  ckjit_model_free(named);
+  ckjit_model_free(found);
+}
+
+}  // TEST_SUITE

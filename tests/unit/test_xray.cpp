@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 #include "runtime/error.h"
 #include "runtime/tap.h"
 #include "tests/unit/cli_run.h"
@@ -120,7 +120,7 @@ TEST_CASE("tap: a tapped run gives the same logits bit for bit (its split row pa
   tapped.eval(toks, b.data());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
   const graph::Hparams& hp = plain.hparams();
-  const auto names = graph::checkpoint_names(hp.n_layer, hp.n_deepstack, 0);
+  const auto names = checkpoint_names(hp.n_layer, hp.n_deepstack, 0);
   REQUIRE(tap.records().size() == names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     CHECK(tap.records()[i].name == names[i]);
@@ -168,13 +168,13 @@ TEST_CASE("compare: exact tolerance - llama.cpp's envelope oriented like the can
 }
 
 TEST_CASE("checkpoints: every name has its op - unknown names have none") {
-  const auto names = graph::checkpoint_names(2, 1, 1);
+  const auto names = checkpoint_names(2, 1, 1);
   CHECK(names.front() == "V.patch_embd");
   CHECK(names.back() == "logits");
-  for (const auto& n : names) CHECK_MESSAGE(!graph::checkpoint_op(n).empty(), n);
-  CHECK(graph::checkpoint_op("L1.nope").empty());
-  CHECK(graph::checkpoint_op("Lx.q").empty());
-  CHECK_THROWS_WITH_AS(xray::check_checkpoint_filter("L99\\.q", graph::checkpoint_names(2, 0, 0)),
+  for (const auto& n : names) CHECK_MESSAGE(!checkpoint_op(n).empty(), n);
+  CHECK(checkpoint_op("L1.nope").empty());
+  CHECK(checkpoint_op("Lx.q").empty());
+  CHECK_THROWS_WITH_AS(xray::check_checkpoint_filter("L99\\.q", checkpoint_names(2, 0, 0)),
                        doctest::Contains("matches no checkpoint"), Error);
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("xray vs the scalar twins: a clean run shows no divergence - bit for b
   CHECK_FALSE(r.replay.ran);
   CHECK(r.ranking.steps_compared == 4);
   CHECK(r.ranking.step == -1);
-    REQUIRE(r.checkpoints.size() == graph::checkpoint_names(4, 3, 0).size());  // the tiny preset: 4 layers, 3 deepstack
+    REQUIRE(r.checkpoints.size() == checkpoint_names(4, 3, 0).size());  // the tiny preset: 4 layers, 3 deepstack
   for (const auto& c : r.checkpoints) {
     CHECK_MESSAGE(c.verdict == xray::Verdict::passed, c.name);
     CHECK(c.bit_identical);

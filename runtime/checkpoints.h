@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ckjit::graph {
+namespace ckjit {
 
 struct CheckpointKind {
   const char* suffix;  // after "L<i>." / "V<i>." (or the whole name for the model-level ones)
@@ -62,4 +62,4 @@ std::vector<std::string> checkpoint_names(int64_t n_layer, int64_t n_deepstack, 
 // The op that produces checkpoint `name` ("" when the name is not a checkpoint).
 std::string checkpoint_op(const std::string& name);
 
-}  // namespace ckjit::graph
+}  // namespace ckjit

@@ -1,8 +1,8 @@
-#include "graph/checkpoints.h"
+#include "runtime/checkpoints.h"
 
 #include <cstdlib>
 
-namespace ckjit::graph {
+namespace ckjit {
 
 std::vector<std::string> checkpoint_names(int64_t n_layer, int64_t n_deepstack, int64_t n_vision_layers) {
   std::vector<std::string> out;
@@ -43,4 +43,4 @@ std::string checkpoint_op(const std::string& name) {
   return "";
 }
 
-}  // namespace ckjit::graph
+}  // namespace ckjit
