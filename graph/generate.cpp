@@ -33,14 +33,18 @@ std::string prompt_text(const gguf::GgufFile& file, const PromptOptions& p) {
   return text;
 }
 
+void require_room(const Session& s, int64_t rows, const std::string& what, const std::string& remedy) {
+  if (s.n_past() + rows < s.n_ctx()) return;
+  const std::string used = s.n_past() ? ", " + std::to_string(s.n_past()) + " rows in use" : "";
+  throw Error(what + " (" + std::to_string(s.n_ctx()) + used + "; " + remedy + ")", ErrorKind::context_full);
+}
+
 namespace {
 
 void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o) {
   const int64_t V = s.model().hparams().n_vocab;
   if (rows == 0) throw Error("the prompt is empty (give $prompt)", ErrorKind::invalid_argument);
-  if (s.n_past() + rows >= s.n_ctx())
-    throw Error("the prompt is " + std::to_string(rows) + " rows, longer than the context (" + std::to_string(s.n_ctx()) +
-                "; raise $n_ctx)", ErrorKind::context_full);
+  require_room(s, rows, "the prompt is " + std::to_string(rows) + " rows, longer than the context", "raise $n_ctx");
   for (int32_t id : o.forced)
     if (id < 0 || id >= V) throw Error("$forced: token id " + std::to_string(id) + " is outside the vocabulary", ErrorKind::invalid_argument);
 }

@@ -29,6 +29,11 @@ std::vector<int32_t> prompt_tokens(const tok::Tokenizer& tok, const gguf::GgufFi
 // The prompt text before tokenizing: the chat template applied when asked (media markers pass through).
 std::string prompt_text(const gguf::GgufFile& file, const PromptOptions& p);
 
+// The one "does it fit" rule: Error context_full when `rows` more rows do not fit behind what the
+// session holds (a slot stays free for the first generated token). `what` says it ("the
+// prompt is 9 rows, longer than the context"), `remedy` says what to change ("raise $n_ctx").
+void require_room(const Session& s, int64_t rows, const std::string& what, const std::string& remedy);
+
 struct GenerateOptions {
   int n_predict = 256;
   std::vector<int32_t> forced;  // teacher forcing: feed these ids instead of sampling (n_predict ignored)

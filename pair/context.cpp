@@ -66,9 +66,10 @@ std::vector<vision::PreparedImage> Context::prepare_images(const std::vector<std
     out.push_back(prepare_image(path));
     const vision::PreparedImage& im = out.back();
     rows += im.n_rows + 2;  // <|vision_start|>, the rows, <|vision_end|>
-    require_room(rows, path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
+    graph::require_room(*session_, rows, path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
                            " x " + std::to_string(im.pixels.height) + " canvas); the images take " + std::to_string(rows) +
-                           " rows with their start and end tokens");
+                           " rows with their start and end tokens, more than the context",
+                        "raise $n_ctx or lower $image_max_tokens");
   }
   return out;
 }
@@ -83,14 +84,6 @@ std::shared_ptr<const vision::ImageEmbedding> Context::encode(vision::PreparedIm
   im.pixels = {};
   encode_ms_ += ms_since(t0);
   return rows;
-}
-
-void Context::require_room(int64_t rows, const std::string& what) const {
-  const graph::Session& s = *session_;
-  if (s.n_past() + rows >= s.n_ctx())
-    throw Error(what + ", more than the context has room for (" + std::to_string(s.n_ctx() - s.n_past() - 1) + " of $n_ctx " +
-                    std::to_string(s.n_ctx()) + "; raise $n_ctx or lower $image_max_tokens)",
-                ErrorKind::context_full);
 }
 
 graph::GenerateResult Context::generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o,

@@ -51,9 +51,6 @@ class Context {
   // Through the vision tower (its memory checked first); im's pixels are released.
   std::shared_ptr<const vision::ImageEmbedding> encode(vision::PreparedImage& im, OpProfile* prof = nullptr, Tap* tap = nullptr);
 
-  // Error context_full when `rows` more rows (a prompt, or images still to be placed) do not fit
-  // behind what the session holds; `what` names them.
-  void require_room(int64_t rows, const std::string& what) const;
   // The prompt for this model at the session's next position.
   RenderedPrompt render(const Prompt& p) const { return p.render(*model_, session_->next_position()); }
   // Runs a rendered prompt (prefill, then decode); Error context_full when it does not fit.
