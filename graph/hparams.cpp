@@ -1,6 +1,8 @@
 #include "graph/hparams.h"
 
+#include "jit/weight_kernels.h"
 #include "runtime/error.h"
+#include "runtime/quants/type_traits.h"
 
 namespace ckjit::graph {
 namespace {
@@ -24,7 +26,8 @@ int64_t positive(const gguf::GgufFile& f, const std::string& key, uint32_t v) {
 }  // namespace
 
 bool is_matmul_type(TensorType t) {
-  return t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K || t == TensorType::Q8_0;
+  const quant::TypeTraits* traits = quant::type_traits(t);
+  return jit::weight_kernels(t) && traits && traits->llama_dot;  // the JIT path and the reference path
 }
 
 Hparams read_hparams(const gguf::GgufFile& f) {
@@ -98,8 +101,8 @@ const gguf::TensorInfo* need(const gguf::GgufFile& f, const std::string& name, s
   if (matmul) {
     if (!is_matmul_type(t->type.type))
       fail(f, "tensor '" + name + "' has type " + t->type.name +
-                  ", which ckjit cannot multiply (supported: Q4_K, Q5_K, Q6_K, Q8_0)");
-    if (t->ne[0] % 256 != 0 && t->type.type != TensorType::Q8_0)
+                  ", which ckjit cannot multiply (supported: " + jit::jit_weight_type_names() + ")");
+    if (t->ne[0] % jit::weight_kernels(t->type.type)->block_elems != 0)
       fail(f, "tensor '" + name + "': rows of " + std::to_string(t->ne[0]) + " are not whole super-blocks");
   } else if (t->type.type != TensorType::F32) {
     fail(f, "tensor '" + name + "' has type " + t->type.name + ", expected F32");

@@ -7,11 +7,13 @@
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
+#include "jit/weight_kernels.h"
 #include "runtime/error.h"
 #include "runtime/quants/q8_k_native.h"
 #include "runtime/quants/vec_dot_avx2.h"
 #include "runtime/quants/vec_dot_x2_avx512.h"
 #include "runtime/quants/quants.h"
+#include "runtime/quants/type_traits.h"
 
 namespace ckjit::graph {
 namespace {
@@ -46,26 +48,6 @@ KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op 
   return s;
 }
 
-std::unique_ptr<jit::PackedWeights> repack(const gguf::TensorInfo& t, int panel, int threads) {
-  const int64_t n = t.ne[1], k = t.ne[0];
-  switch (t.type.type) {
-    case TensorType::Q4_K:
-      return std::make_unique<jit::PackedWeights>(
-          jit::repack_q4_K(reinterpret_cast<const quant::BlockQ4_K*>(t.data), n, k, panel, threads));
-    case TensorType::Q5_K:
-      return std::make_unique<jit::PackedWeights>(
-          jit::repack_q5_K(reinterpret_cast<const quant::BlockQ5_K*>(t.data), n, k, panel, threads));
-    case TensorType::Q6_K:
-      return std::make_unique<jit::PackedWeights>(
-          jit::repack_q6_K(reinterpret_cast<const quant::BlockQ6_K*>(t.data), n, k, panel, threads));
-    case TensorType::Q8_0:
-      return std::make_unique<jit::PackedWeights>(
-          jit::repack_q8_0(reinterpret_cast<const quant::BlockQ8_0*>(t.data), n, k, panel, threads));
-    default:
-      return nullptr;
-  }
-}
-
 // Work split of an m x n matmul into tiles: rows in chunks of up to 64, columns in chunks of
 // whole panel groups, about 4 tiles per worker so uneven workers balance.
 struct TileGrid {
@@ -82,8 +64,6 @@ TileGrid grid(int64_t m, int64_t n, int64_t align, int workers) {
   g.n_tiles = (n + g.n_chunk - 1) / g.n_chunk;
   return g;
 }
-
-// The runtime ISA (CKJIT_MAX_ISA honoured), detected once; runtime/ kernels are chosen from it here.
 
 }  // namespace
 
@@ -104,7 +84,11 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
 }
 
 void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) {
-  atype_ = wtype_ == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
+  const quant::TypeTraits* traits = quant::type_traits(wtype_);
+  if (!traits || !traits->llama_dot)
+    throw Error(name_ + ": ckjit cannot multiply " + std::string(tensor_type_info(wtype_).name) + " weights");
+  atype_ = traits->vec_dot_type;
+  llama_dot_ = traits->llama_dot;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
   const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
@@ -135,8 +119,9 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
     swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
                        llama_swiglu ? nullptr : lp);
   }
-  packed_ = repack(t, panel, setup.repack_threads);
-  if (!packed_) throw Error(name_ + ": no repack for " + std::string(tensor_type_info(wtype_).name));
+  const jit::WeightKernels* kernels = jit::weight_kernels(wtype_);
+  if (!kernels) throw Error(name_ + ": no repack for " + std::string(tensor_type_info(wtype_).name));
+  packed_ = std::make_unique<jit::PackedWeights>(kernels->repack(t.data, n_, k_, panel, setup.repack_threads));
   // The GGUF rows are read again only by the exact and reference paths; otherwise the packed copy
   // is the only one kept in memory.
   if (!exact_decode_dot() && !uses_reference()) gguf::release_pages(t);
@@ -243,23 +228,7 @@ OpDesc Linear::swiglu_desc(const Linear& gate, const Linear& up) {
 }
 
 float Linear::reference_dot(int64_t row, const void* xrow) const {
-  const uint8_t* w = raw_ + row * raw_row_bytes_;
-  switch (wtype_) {
-    case TensorType::Q4_K:
-      return quant::vec_dot_q4_K_q8_K_repack_gemv(reinterpret_cast<const quant::BlockQ4_K*>(w),
-                                                  static_cast<const quant::BlockQ8_K*>(xrow), k_);
-    case TensorType::Q5_K:
-      return quant::vec_dot_q5_K_q8_K(reinterpret_cast<const quant::BlockQ5_K*>(w),
-                                      static_cast<const quant::BlockQ8_K*>(xrow), k_);
-    case TensorType::Q6_K:
-      return quant::vec_dot_q6_K_q8_K(reinterpret_cast<const quant::BlockQ6_K*>(w),
-                                      static_cast<const quant::BlockQ8_K*>(xrow), k_);
-    case TensorType::Q8_0:
-      return quant::vec_dot_q8_0_q8_0(reinterpret_cast<const quant::BlockQ8_0*>(w),
-                                      static_cast<const quant::BlockQ8_0*>(xrow), k_);
-    default:
-      throw Error("linear: no reference dot product for " + std::string(tensor_type_info(wtype_).name));
-  }
+  return llama_dot_(raw_ + row * raw_row_bytes_, xrow, k_);
 }
 
 void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy,

@@ -121,6 +121,7 @@ class Linear {
   bool test_fault_ = false;  // CKJIT_TEST_FAULT names this weight (jit/executor.h; tests only)
   const uint8_t* raw_ = nullptr;  // GGUF rows (exact and reference paths)
   int64_t raw_row_bytes_ = 0;
+  float (*llama_dot_)(const void* w, const void* x, int64_t n) = nullptr;  // llama.cpp's row order (reference path)
   std::unique_ptr<jit::PackedWeights> packed_;
   OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_;
   OpDesc desc_, prepare_desc_;

@@ -323,14 +323,9 @@ class AmxMatmul : public MatmulAvx512Frame {
 
 }  // namespace
 
-std::unique_ptr<Emitter> make_amx_matmul_emitter(const KernelSpec& spec) {
-  switch (spec.wtype) {
-    case TensorType::Q4_K: return std::make_unique<AmxMatmul<TensorType::Q4_K>>(spec);
-    case TensorType::Q5_K: return std::make_unique<AmxMatmul<TensorType::Q5_K>>(spec);
-    case TensorType::Q6_K: return std::make_unique<AmxMatmul<TensorType::Q6_K>>(spec);
-    case TensorType::Q8_0: return std::make_unique<AmxMatmul<TensorType::Q8_0>>(spec);
-    default: throw Error("no AMX emitter for " + spec.to_string());
-  }
-}
+std::unique_ptr<Emitter> make_q4k_amx_emitter(const KernelSpec& spec) { return std::make_unique<AmxMatmul<TensorType::Q4_K>>(spec); }
+std::unique_ptr<Emitter> make_q5k_amx_emitter(const KernelSpec& spec) { return std::make_unique<AmxMatmul<TensorType::Q5_K>>(spec); }
+std::unique_ptr<Emitter> make_q6k_amx_emitter(const KernelSpec& spec) { return std::make_unique<AmxMatmul<TensorType::Q6_K>>(spec); }
+std::unique_ptr<Emitter> make_q80_amx_emitter(const KernelSpec& spec) { return std::make_unique<AmxMatmul<TensorType::Q8_0>>(spec); }
 
 }  // namespace ckjit::jit

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "jit/weight_kernels.h"
 #include "runtime/error.h"
 
 namespace ckjit::jit {
@@ -161,10 +162,8 @@ void KernelSpec::validate() const {
     if (atype != TensorType::Q8_K && atype != TensorType::Q8_0) fail("quantize produces q8_K or q8_0");
     if (epilogue != Epilogue::Store) fail("quantize has no epilogue");
   } else {
-    bool pair_ok = (atype == TensorType::Q8_K && (wtype == TensorType::Q4_K || wtype == TensorType::Q5_K ||
-                                                  wtype == TensorType::Q6_K)) ||
-                   (atype == TensorType::Q8_0 && wtype == TensorType::Q8_0);
-    if (!pair_ok) fail("unsupported weight/activation pair");
+    const WeightKernels* w = weight_kernels(wtype);
+    if (!w || w->atype != atype) fail("unsupported weight/activation pair");
     if ((op == Op::SwiGLU) != (epilogue == Epilogue::SwiGLU)) fail("op swiglu goes with ep=swiglu and only it");
     if (isa == IsaPath::Amx && mr != 16) fail("AMX kernels work on 16-row tiles (mr=16)");
     if (isa == IsaPath::Amx && (nr < 1 || nr > 4)) fail("nr must be 1..4");
@@ -176,7 +175,7 @@ void KernelSpec::validate() const {
   }
   if (enc != VnniEncoding::Vex && isa != IsaPath::AvxVnni) fail("enc=evex applies to isa=avxvnni only");
   if (k <= 0) fail("k must be given (k > 0)");
-  int64_t blk = (atype == TensorType::Q8_0) ? 32 : 256;
+  const int64_t blk = tensor_type_info(atype).block_elems;
   if (k < 0 || k % blk != 0) fail("k must be a multiple of " + std::to_string(blk));
   if (kc < 0 || nc < 0) fail("negative cache block");
   if (pf > 64) fail("prefetch distance must be 0..64 blocks");

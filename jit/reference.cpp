@@ -5,6 +5,7 @@
 #include "jit/packed_weights.h"
 #include "jit/reference.h"
 #include "jit/silu_constants.h"
+#include "jit/weight_kernels.h"
 #include "runtime/error.h"
 
 namespace ckjit::jit {
@@ -23,14 +24,11 @@ float silu_mul_ref(float g, float u) {
 void reference_kernel(const KernelSpec& spec, const GemmArgs* a) {
   if (spec.op == Op::Dense) return reference_dense(spec, a);
   const int P = panel_cols(spec.isa);
-  const int nb = int(spec.k / (spec.wtype == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K));
-  float (*dot)(const uint8_t*, int, int, const uint8_t*, int) = nullptr;
-  int64_t block_bytes = 0;
-  if (spec.wtype == TensorType::Q4_K) dot = ref_dot_q4k, block_bytes = Q4KPanelLayout{P}.bytes();
-  else if (spec.wtype == TensorType::Q6_K) dot = ref_dot_q6k, block_bytes = Q6KPanelLayout{P}.bytes();
-  else if (spec.wtype == TensorType::Q5_K) dot = ref_dot_q5k, block_bytes = Q5KPanelLayout{P}.bytes();
-  else if (spec.wtype == TensorType::Q8_0) dot = ref_dot_q80, block_bytes = Q80PanelLayout{P}.bytes();
-  else throw Error("reference_kernel: no reference for " + spec.to_string());
+  const WeightKernels* w = weight_kernels(spec.wtype);
+  if (!w) throw Error("reference_kernel: no reference for " + spec.to_string());
+  const int nb = int(spec.k / w->block_elems);
+  const auto dot = w->twin_dot;
+  const int64_t block_bytes = w->panel_block_bytes(P);
   const int64_t ps = int64_t(nb) * block_bytes;
   for (int64_t m = 0; m < a->m; ++m) {
     const uint8_t* xrow = static_cast<const uint8_t*>(a->x) + m * a->ldx;

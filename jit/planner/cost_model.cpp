@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "jit/isa_select.h"
-#include "jit/packed_weights.h"
+#include "jit/weight_kernels.h"
 
 namespace ckjit::planner {
 namespace {
@@ -20,8 +20,8 @@ double ceil_div(double a, double b) { return std::ceil(a / b); }
 constexpr double kJitKernelEfficiency = 0.976;
 
 void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
-  const bool has_kernels = wtype == TensorType::Q4_K || wtype == TensorType::Q5_K || wtype == TensorType::Q6_K ||
-                           wtype == TensorType::Q8_0;
+  const jit::WeightKernels* kernels = jit::weight_kernels(wtype);
+  const bool has_kernels = kernels != nullptr;
   const bool avx512 = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512vnni;
   if (!has_kernels || !(avx512 || isa.avx2)) return;
   k.jit = true;
@@ -33,10 +33,7 @@ void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
                                                           : jit::IsaPath::Avx2;
   // The kernels read the repacked panels, not the file's blocks: Q5_K and Q6_K keep one byte per
   // quant there (280 bytes per 256 elements instead of 176 / 210), Q8_0 adds a row sum.
-  k.weight_bytes = wtype == TensorType::Q4_K   ? double(jit::Q4KPanelLayout{1}.bytes()) / 256
-                   : wtype == TensorType::Q5_K ? double(jit::Q5KPanelLayout{1}.bytes()) / 256
-                   : wtype == TensorType::Q6_K ? double(jit::Q6KPanelLayout{1}.bytes()) / 256
-                                               : double(jit::Q80PanelLayout{1}.bytes()) / 32;
+  k.weight_bytes = double(kernels->panel_block_bytes(1)) / double(kernels->block_elems);
   // The JIT AVX-512 path needs VNNI; without it the 8-lane AVX2 / AVX-VNNI kernels run.
   k.vector_regs = avx512 ? 32 : 16;
   k.lanes = jit::panel_cols(k.jit_isa);

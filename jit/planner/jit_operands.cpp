@@ -1,9 +1,13 @@
 #include "jit/planner/jit_operands.h"
 
+#include <cstring>
+
 #include "jit/code_cache.h"
 #include "jit/kernel_args.h"
+#include "jit/weight_kernels.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "runtime/quants/type_traits.h"
 
 namespace ckjit::planner {
 namespace {
@@ -20,59 +24,27 @@ struct Random {
   uint16_t scale() { return quant::f32_to_f16(uniform(0.0005f, 0.02f)); }
 };
 
-template <class Block, class Fill>
-std::vector<Block> random_blocks(int64_t n, int64_t k, int64_t block_elems, Random& r, Fill fill) {
-  std::vector<Block> v(std::size_t(n * (k / block_elems)));
-  for (auto& b : v) fill(b, r);
-  return v;
-}
-
+// Random bytes in every block (any bit pattern is a valid encoding of the table's types), then
+// small positive f16 scales, so the sums stay finite.
 jit::PackedWeights random_packed(const OpShape& s, jit::IsaPath isa, Random& r, int threads) {
-  const int panel = jit::panel_cols(isa);
-  switch (s.wtype) {
-    case TensorType::Q4_K: {
-      auto q = random_blocks<quant::BlockQ4_K>(s.n, s.k, 256, r, [](quant::BlockQ4_K& b, Random& r) {
-        b.d = r.scale(), b.dmin = r.scale();
-        for (auto& v : b.scales) v = r.byte();
-        for (auto& v : b.qs) v = r.byte();
-      });
-      return jit::repack_q4_K(q.data(), s.n, s.k, panel, threads);
+  const jit::WeightKernels* kernels = jit::weight_kernels(s.wtype);
+  const quant::TypeTraits* traits = quant::type_traits(s.wtype);
+  if (!kernels || !traits) throw Error(std::string("no JIT kernels for ") + tensor_type_info(s.wtype).name + " weights");
+  const TensorTypeInfo& info = tensor_type_info(s.wtype);
+  std::vector<uint8_t> blocks(std::size_t(s.n * row_bytes(info, s.k)));
+  for (auto& v : blocks) v = r.byte();
+  for (std::size_t b = 0; b < blocks.size(); b += std::size_t(info.block_bytes))
+    for (int16_t off : traits->f16_scale_offsets) {
+      if (off < 0) continue;
+      const uint16_t h = r.scale();
+      std::memcpy(&blocks[b + std::size_t(off)], &h, sizeof h);
     }
-    case TensorType::Q5_K: {
-      auto q = random_blocks<quant::BlockQ5_K>(s.n, s.k, 256, r, [](quant::BlockQ5_K& b, Random& r) {
-        b.d = r.scale(), b.dmin = r.scale();
-        for (auto& v : b.scales) v = r.byte();
-        for (auto& v : b.qh) v = r.byte();
-        for (auto& v : b.qs) v = r.byte();
-      });
-      return jit::repack_q5_K(q.data(), s.n, s.k, panel, threads);
-    }
-    case TensorType::Q6_K: {
-      auto q = random_blocks<quant::BlockQ6_K>(s.n, s.k, 256, r, [](quant::BlockQ6_K& b, Random& r) {
-        for (auto& v : b.ql) v = r.byte();
-        for (auto& v : b.qh) v = r.byte();
-        for (auto& v : b.scales) v = int8_t(r.byte());
-        b.d = r.scale();
-      });
-      return jit::repack_q6_K(q.data(), s.n, s.k, panel, threads);
-    }
-    case TensorType::Q8_0: {
-      auto q = random_blocks<quant::BlockQ8_0>(s.n, s.k, 32, r, [](quant::BlockQ8_0& b, Random& r) {
-        for (auto& v : b.qs) v = int8_t(int(r.byte()) - 128);
-        b.d = r.scale();
-      });
-      return jit::repack_q8_0(q.data(), s.n, s.k, panel, threads);
-    }
-    default:
-      throw Error(std::string("no JIT kernels for ") + tensor_type_info(s.wtype).name + " weights");
-  }
+  return kernels->repack(blocks.data(), s.n, s.k, jit::panel_cols(isa), threads);
 }
 
 }  // namespace
 
-bool jit_supports(TensorType w) {
-  return w == TensorType::Q4_K || w == TensorType::Q5_K || w == TensorType::Q6_K || w == TensorType::Q8_0;
-}
+bool jit_supports(TensorType w) { return jit::weight_kernels(w) != nullptr; }
 
 JitOperands JitOperands::make(const OpShape& s, jit::IsaPath isa, uint32_t seed, int threads) {
   validate(s);
@@ -91,11 +63,10 @@ JitOperands JitOperands::make(const OpShape& s, jit::IsaPath isa, uint32_t seed,
   jit::KernelSpec q;
   q.op = jit::Op::Quantize;
   q.wtype = TensorType::F32;
-  q.atype = s.wtype == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q8_K;
+  q.atype = jit::weight_kernels(s.wtype)->atype;
   q.isa = isa;
   q.k = s.k;
-  const bool q80 = q.atype == TensorType::Q8_0;
-  o.ldx = q80 ? s.k / 32 * int64_t(sizeof(quant::BlockQ8_0)) : s.k / 256 * int64_t(sizeof(quant::BlockQ8_K));
+  o.ldx = row_bytes(tensor_type_info(q.atype), s.k);
   o.x.assign(std::size_t(s.m * o.ldx), 0);
   const jit::JitKernel& qk = jit::global_code_cache().get(q);
   qk.require_runnable();

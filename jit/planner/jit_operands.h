@@ -29,7 +29,7 @@ struct JitOperands {
   jit::MatmulOperands operands();
 };
 
-// Whether the JIT kernels cover this weight type (Q4_K, Q5_K, Q6_K, Q8_0).
+// Whether the JIT kernels cover this weight type (a row of jit/weight_kernels.h).
 bool jit_supports(TensorType wtype);
 
 }  // namespace ckjit::planner

@@ -1,0 +1,39 @@
+#pragma once
+// One row per weight type the JIT matmuls take (as ggml's type_traits_cpu, or oneDNN's
+// implementation lists): its packed layout and repack, the scalar twin's dot product and the
+// emitter of each ISA path. Adding a weight type is one row here plus its kernels; emit_kernel,
+// the scalar twins, Linear, the planner and the cost model all read this table.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "jit/kernel_spec.h"
+#include "jit/packed_weights.h"
+
+namespace ckjit::jit {
+
+class Emitter;
+using EmitterMaker = std::unique_ptr<Emitter> (*)(const KernelSpec& spec);
+
+struct WeightKernels {
+  TensorType wtype;
+  TensorType atype;       // the activation blocks its kernels read (Q8_K or Q8_0)
+  int64_t block_elems;    // elements per (super-)block, the unit of K
+  // Bytes of one packed super-block of a panel of `panel` rows (packed_weights.h).
+  int64_t (*panel_block_bytes)(int panel);
+  // GGUF rows (n rows of k elements) into panels of `panel` rows.
+  PackedWeights (*repack)(const void* blocks, int64_t n, int64_t k, int panel, int threads);
+  // The scalar twin: row l of a panel of P rows times one activation row over nb blocks.
+  float (*twin_dot)(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
+  // Emitters of GEMM, GEMV and SwiGLU per path; AVX-VNNI runs the ymm emitter (vpdpbusd on spec.isa).
+  EmitterMaker ymm, zmm, amx;
+
+  EmitterMaker emitter(IsaPath isa) const { return isa == IsaPath::Amx ? amx : is_ymm_path(isa) ? ymm : zmm; }
+};
+
+// The row of weight type `w`, or nullptr when no JIT kernel multiplies it.
+const WeightKernels* weight_kernels(TensorType w);
+// "Q4_K, Q5_K, Q6_K, Q8_0": the weight types of the table, for error messages.
+std::string jit_weight_type_names();
+
+}  // namespace ckjit::jit
