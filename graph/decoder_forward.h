@@ -15,7 +15,7 @@
 #include "graph/op_scope.h"
 #include "graph/text_model.h"
 #include "graph/tiled_attention.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 
 namespace ckjit::graph {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "topology/isa.h"
 
 namespace ckjit::graph {

@@ -15,7 +15,7 @@
 
 #include "graph/layer_ops.h"
 #include "graph/linear_plan.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/code_cache.h"
 #include "jit/packed_weights.h"
 #include "runtime/op_profile.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/kernels.h"
 #include "jit/planner/planner.h"
 #include "jit/planner/task_grid.h"

@@ -14,7 +14,7 @@
 #include "graph/linear.h"
 #include "graph/linear_group.h"
 #include "graph/rope.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "topology/isa.h"
 
 namespace ckjit::graph {

@@ -16,7 +16,7 @@
 
 #include "graph/kv_cache.h"
 #include "graph/layer_ops.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/attention_tile.h"
 
 namespace ckjit::graph {

@@ -12,25 +12,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// A decoder's or the preprocessing's plain Error is a bad image; a kinded one keeps its kind.
-template <class F>
-vision::PreparedImage as_bad_image(F&& prepare) {
-  try {
-    return prepare();
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::general) throw;
-    throw e.as(ErrorKind::bad_image);
-  }
-}
 }  // namespace
 
-Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o, graph::Workers* pool)
+Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o, Workers* pool)
     : model_(std::move(model)), opt_(o), pool_(pool) {
   if (opt_.n_ctx < 1) throw Error("$n_ctx must be at least 1", ErrorKind::invalid_argument);
   if (opt_.n_batch < 1) throw Error("$n_batch must be at least 1", ErrorKind::invalid_argument);
   if (opt_.image_min_tokens < 1 || opt_.image_max_tokens < opt_.image_min_tokens)
     throw Error("$image_min_tokens must be at least 1 and at most $image_max_tokens", ErrorKind::invalid_argument);
-  if (!pool_) pool_ = (own_pool_ = graph::Workers::for_budget(model_->machine(), model_->threads())).get();
+  if (!pool_) pool_ = (own_pool_ = Workers::for_budget(model_->machine(), model_->threads())).get();
   graph::SessionOptions so;
   so.n_ctx = opt_.n_ctx;
   so.n_ubatch = std::min(opt_.n_batch, opt_.n_ctx);
@@ -49,14 +39,14 @@ vision::PreparedImage Context::prepare_image(const std::string& path) const {
   require_vision();
   require_readable(path, "image");
   const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
-  return as_bad_image([&] { return vision::prepare_image(path, pp); });
+  return classify_errors(ErrorKind::bad_image, [&] { return vision::prepare_image(path, pp); });
 }
 
 vision::PreparedImage Context::prepare_image(std::span<const uint8_t> bytes, const std::string& name) const {
   require_vision();
   if (bytes.empty()) throw Error(name + " is empty", ErrorKind::bad_image);
   const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
-  return as_bad_image([&] { return vision::prepare_image(bytes, name, pp); });
+  return classify_errors(ErrorKind::bad_image, [&] { return vision::prepare_image(bytes, name, pp); });
 }
 
 std::vector<vision::PreparedImage> Context::prepare_images(const std::vector<std::string>& paths) const {

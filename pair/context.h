@@ -11,7 +11,7 @@
 
 #include "graph/generate.h"
 #include "graph/session.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "pair/model.h"
 #include "pair/prompt.h"
 #include "runtime/op_profile.h"
@@ -32,7 +32,7 @@ class Context {
  public:
   // pool: the workers to run on (borrowed; e.g. the ones the model was loaded with); null: the
   // context's own, as many as the model's threads. Errors: invalid_argument (limits), out_of_memory.
-  Context(std::shared_ptr<const Model> model, const ContextOptions& o, graph::Workers* pool = nullptr);
+  Context(std::shared_ptr<const Model> model, const ContextOptions& o, Workers* pool = nullptr);
   ~Context();
 
   const Model& model() const { return *model_; }
@@ -40,7 +40,7 @@ class Context {
   const ContextOptions& options() const { return opt_; }
   graph::Session& session() { return *session_; }
   const graph::Session& session() const { return *session_; }
-  graph::Workers& pool() { return *pool_; }
+  Workers& pool() { return *pool_; }
 
   // Decoded and preprocessed for this model's tower; Error no_vision without one, bad_image for
   // a broken image or one that would not fit the context.
@@ -62,8 +62,8 @@ class Context {
   void require_vision() const;
   std::shared_ptr<const Model> model_;
   ContextOptions opt_;
-  std::unique_ptr<graph::Workers> own_pool_;
-  graph::Workers* pool_ = nullptr;
+  std::unique_ptr<Workers> own_pool_;
+  Workers* pool_ = nullptr;
   std::unique_ptr<graph::Session> session_;
   double encode_ms_ = 0;
 };

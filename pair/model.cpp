@@ -16,16 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// A load's own failures keep their kind; any other Error of the files is a bad model.
-template <class F>
-auto as_bad_model(F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::general) throw;
-    throw e.as(ErrorKind::bad_model);
-  }
-}
 }  // namespace
 
 Model::~Model() = default;
@@ -45,7 +35,7 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   require_readable(o.model_path, "model");
   if (!o.mmproj_path.empty()) require_readable(o.mmproj_path, "mmproj");
   std::optional<vision::VisionHparams> vhp;
-  const graph::Hparams text_hp = as_bad_model([&] {
+  const graph::Hparams text_hp = classify_errors(ErrorKind::bad_model, [&] {
     m->file_.emplace(gguf::GgufFile::open(o.model_path));
     return graph::read_hparams(*m->file_);  // architecture and keys first: clearer errors than the tokenizer's
   });
@@ -56,7 +46,7 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
     m->mmproj_path_ = found.path, m->mmproj_note_ = found.note;
   }
   if (!m->mmproj_path_.empty()) {
-    vhp = as_bad_model([&] {
+    vhp = classify_errors(ErrorKind::bad_model, [&] {
       m->mmproj_.emplace(gguf::GgufFile::open(m->mmproj_path_));
       return vision::read_vision_hparams(*m->mmproj_);
     });
@@ -69,9 +59,9 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   // the pool pins this one (so it may run on any cpu).
   const gguf::GgufFile& file = *m->file_;
   auto tok_built = std::async(std::launch::async, [&file] { return tok::Tokenizer(tok::vocab_from_gguf(file)); });
-  std::unique_ptr<graph::Workers> own_pool;
-  graph::Workers* pool = o.pool;
-  if (!pool) pool = (own_pool = graph::Workers::for_budget(m->machine_, m->threads_)).get();
+  std::unique_ptr<Workers> own_pool;
+  Workers* pool = o.pool;
+  if (!pool) pool = (own_pool = Workers::for_budget(m->machine_, m->threads_)).get();
   m->threads_ = pool->size();
   // A stale, corrupt or foreign profile is reported and ignored, never fatal.
   ProfileLoad profile;
@@ -93,15 +83,15 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   mopt.linear.plan_rows = m->plan_rows_;
   mopt.linear.planner = m->planner_.get();
   try {
-    m->text_ = as_bad_model([&] { return std::make_unique<graph::TextModel>(file, mopt, *pool); });
+    m->text_ = classify_errors(ErrorKind::bad_model, [&] { return std::make_unique<graph::TextModel>(file, mopt, *pool); });
     progress(0.7f);
-    if (vhp) m->vision_ = as_bad_model([&] { return std::make_unique<vision::VisionModel>(*m->mmproj_, m->isa_.isa, *pool); });
+    if (vhp) m->vision_ = classify_errors(ErrorKind::bad_model, [&] { return std::make_unique<vision::VisionModel>(*m->mmproj_, m->isa_.isa, *pool); });
     progress(0.9f);
   } catch (...) {
     tok_built.wait();  // it reads the file this frame owns
     throw;
   }
-  m->tok_ = std::make_unique<tok::Tokenizer>(as_bad_model([&] { return tok_built.get(); }));
+  m->tok_ = std::make_unique<tok::Tokenizer>(classify_errors(ErrorKind::bad_model, [&] { return tok_built.get(); }));
   m->clocks_.repack_ms = ms_since(t_repack);  // the tokenizer counts if it outlasts the models
   m->clocks_.jit_after = jit::emit_clock();
   if (m->tok_->n_tokens() > m->hparams().n_vocab)

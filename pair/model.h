@@ -11,7 +11,7 @@
 
 #include "graph/linear_plan.h"
 #include "graph/text_model.h"
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/emit_clock.h"
 #include "jit/isa_target.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -40,7 +40,7 @@ struct LoadOptions {
   std::function<void(float)> progress;
   // Workers that run the repacks (and that the caller keeps for its context); null: a pool of
   // `threads` for the load alone.
-  graph::Workers* pool = nullptr;
+  Workers* pool = nullptr;
 };
 
 struct LoadClocks {

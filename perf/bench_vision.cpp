@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/isa_select.h"
 #include "topology/machine.h"
 #include "vision/dense_linear.h"
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::atoll(argv[1]) : 4096;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   std::printf("machine: %s\n", topo::detect_machine().name().c_str());
-  graph::Workers pool(threads);
+  Workers pool(threads);
   std::mt19937 g(1);
   std::normal_distribution<float> d(0.0f, 0.05f);
   const topo::Isa isa = jit::runtime_isa();

@@ -68,6 +68,18 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// Runs f; a plain (general) Error it throws comes out as `kind`, a kinded one keeps its kind: the
+// layer that knows what failed says so (a decoder's error is a bad image, a file's a bad model).
+template <class F>
+auto classify_errors(ErrorKind kind, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::general) throw;
+    throw e.as(kind);
+  }
+}
+
 // Text taken from an untrusted file (a chunk type, a decoder's reason quoting the file's bytes) as
 // it may appear in a message: bytes outside printable ASCII become '?'.
 inline std::string printable_ascii(std::string s) {

@@ -208,7 +208,7 @@ int run_main(const std::vector<std::string>& args) {
   lo.llama_prefill_order = vm.count("llama-order") > 0;
   // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota;
   // it repacks the weights and then runs the context.
-  auto pool = ckjit::graph::Workers::for_budget(machine, want_threads);
+  auto pool = ckjit::Workers::for_budget(machine, want_threads);
   lo.threads = pool->size();
   lo.pool = pool.get();
   const std::shared_ptr<const ckjit::pair::Model> pm = ckjit::pair::Model::load(lo);

@@ -162,7 +162,7 @@ void DenseLinear::build_op_descs() {
   prepare_desc_ = OpDesc{0, k_, "", std::string("f32 -> ") + lower(round_), round, round};
 }
 
-void DenseLinear::prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {
+void DenseLinear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {
   for_rows(pool, m, [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; ++i) {
       const float* src = x + i * ldx;
@@ -214,7 +214,7 @@ void DenseLinear::run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const
   }
 }
 
-void DenseLinear::matmul(graph::Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual,
+void DenseLinear::matmul(Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual,
                          int64_t ldr) const {
   if (m <= 0) return;
   const int64_t n_groups = (w_.n_panels + kNr - 1) / kNr;

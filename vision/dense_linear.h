@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/code_cache.h"
 #include "jit/kernel_args.h"
 #include "jit/kernels.h"
@@ -48,10 +48,10 @@ class DenseLinear {
   const OpDesc* prepare_desc() const { return &prepare_desc_; }
 
   // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
-  void prepare(graph::Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;
+  void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;
   // y[r] = W xr[r] + b (+ residual[r]); xr dense m x k (from prepare), y rows ldy floats apart,
   // residual rows ldr apart; residual may not alias y (y holds partial sums while K blocks run).
-  void matmul(graph::Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual = nullptr,
+  void matmul(Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual = nullptr,
               int64_t ldr = 0) const;
 
  private:

@@ -36,7 +36,7 @@ void grow(std::vector<float>& v, int64_t n) {
 
 }  // namespace
 
-VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, graph::Workers& pool) : hp_(read_vision_hparams(f)) {
+VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool) : hp_(read_vision_hparams(f)) {
   const int threads = pool.size();
   const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   const int64_t C = hp_.n_embd, P = hp_.patch;
@@ -113,7 +113,7 @@ std::vector<std::string> VisionModel::describe() const {
 
 // LayerNorm (over C before grouping for the main merger, over 4C after it for deepstack), then
 // fc1 + bias, GELU, fc2 + bias into out (n/4 rows, ldo apart).
-void VisionModel::merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n,
+void VisionModel::merge(Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n,
                         float* out, int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h,
                         OpProfile* prof, const char* op) const {
   OpTimer t(prof, op, -1, m.fc1->work(n / 4) + m.fc2->work(n / 4), {n / 4, {m.fc1->op_desc(), m.fc2->op_desc()}});
@@ -146,7 +146,7 @@ double VisionModel::encode_bytes(int64_t n) const {
   return 4.0 * floats + kv_panels;
 }
 
-ImageEmbedding VisionModel::encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap) const {
+ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap) const {
   const int64_t P = hp_.patch, C = hp_.n_embd, F = hp_.n_ff, side = hp_.pos_side;
   if (px.width <= 0 || px.height <= 0 || px.width % (P * 2) || px.height % (P * 2) ||
       int64_t(px.rgb.size()) != int64_t(px.width) * px.height * 3)

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/image/preprocess.h"
 #include "runtime/op_profile.h"
@@ -33,7 +33,7 @@ struct ImageEmbedding {
 
 class VisionModel {
  public:
-  VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, graph::Workers& pool);
+  VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, Workers& pool);
   ~VisionModel();
   // The memory the constructor takes besides the file's mapping: every matrix repacked into
   // panels, F16 / BF16 kept at 2 bytes, F32 and Q8_0 (dequantized) at 4; for a check before loading.
@@ -45,7 +45,7 @@ class VisionModel {
   // Error for a canvas that is not a whole number of merged patches.
   // prof: where the op timings go (phase encode); tap: where the checkpoints go (runtime/checkpoints.h);
   // nullptr for none.
-  ImageEmbedding encode(graph::Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
+  ImageEmbedding encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
   std::vector<std::string> describe() const;
   // The bytes encode() allocates for an image of n_patches patches (its activations, the f16
   // key/value panels of the attention, the projector rows), for a memory check before it runs.
@@ -63,7 +63,7 @@ class VisionModel {
     const float *norm_w, *norm_b;  // over C (main merger: post_ln, before grouping) or 4C (deepstack)
     std::unique_ptr<DenseLinear> fc1, fc2;
   };
-  void merge(graph::Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n, float* out,
+  void merge(Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n, float* out,
              int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h, OpProfile* prof,
              const char* op) const;
 

@@ -24,7 +24,7 @@ __attribute__((target("avx2,f16c"))) void round_to_f16(const float* x, float* y,
   for (; i < n; ++i) y[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
 }
 
-void layer_norm_rows(graph::Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
+void layer_norm_rows(Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
                      const float* w, const float* b, float eps) {
   for_rows(pool, rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -78,7 +78,7 @@ __attribute__((target("avx2,f16c"))) static void gelu_row(const float* table, fl
   }
 }
 
-void GeluTable::apply(graph::Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const {
+void GeluTable::apply(Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const {
   for_rows(pool, rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) gelu_row(table_.data(), x + r * ld, n);
   });
@@ -100,7 +100,7 @@ Rope2d::Rope2d(int64_t gh, int64_t gw, int64_t dh) : head_dim(dh), n(gh * gw) {
     }
 }
 
-void Rope2d::apply(graph::Workers& pool, float* x, int64_t ld, int64_t n_head) const {
+void Rope2d::apply(Workers& pool, float* x, int64_t ld, int64_t n_head) const {
   const int64_t half = head_dim / 2;
   for_rows(pool, n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -160,7 +160,7 @@ __attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float
   }
 }
 
-void VisionAttention::run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
+void VisionAttention::run(Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
   const int64_t C = n_head_ * dh_;
   if (int64_t(scratch_.size()) < scratch_per_worker_ * pool.size()) throw Error("vision attention: more workers than planned");
   // Q rounded in place; K and V are rounded as they are packed to f16 below.

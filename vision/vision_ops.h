@@ -6,18 +6,18 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/attention_tile.h"
 
 namespace ckjit::vision {
 
 // Runs fn(begin, end) over [0, count) in about 4 contiguous parts per worker.
 template <class F>
-void for_rows(graph::Workers& pool, int64_t count, const F& fn) {
+void for_rows(Workers& pool, int64_t count, const F& fn) {
   if (count <= 0) return;
   const int64_t parts = std::min<int64_t>(count, int64_t(pool.size()) * 4);
   pool.run(size_t(parts), [&](size_t t, int) {
-    const graph::Range r = graph::split_range(count, parts, int64_t(t));
+    const Range r = split_range(count, parts, int64_t(t));
     if (r.begin < r.end) fn(r.begin, r.end);
   });
 }
@@ -27,7 +27,7 @@ void round_to_f16(const float* x, float* y, int64_t n);
 
 // ggml's norm + mul + add: mean and variance summed in double, y = ((x - mean) * (1/sqrtf(var + eps))) * w + b.
 // rows of n floats, x rows ldx apart, y rows ldy apart; y may alias x.
-void layer_norm_rows(graph::Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
+void layer_norm_rows(Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
                      const float* w, const float* b, float eps);
 
 // tanh-GELU as llama.cpp's CPU backend computes it: x rounded to f16 and looked up in a table of
@@ -35,7 +35,7 @@ void layer_norm_rows(graph::Workers& pool, const float* x, int64_t ldx, float* y
 class GeluTable {
  public:
   GeluTable();
-  void apply(graph::Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const;
+  void apply(Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const;
   float operator()(float x) const;
 
  private:
@@ -50,7 +50,7 @@ struct Rope2d {
   std::vector<float> cos, sin;
   Rope2d(int64_t gh, int64_t gw, int64_t head_dim);
   // Rotates n rows of n_head heads (row stride ld floats) in place.
-  void apply(graph::Workers& pool, float* x, int64_t ld, int64_t n_head) const;
+  void apply(Workers& pool, float* x, int64_t ld, int64_t n_head) const;
 };
 
 // Position of patch (py, px) of a gh x gw grid in merge order: 2 x 2 blocks in raster order, and
@@ -71,7 +71,7 @@ class VisionAttention {
  public:
   VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads);
   ~VisionAttention();
-  void run(graph::Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
+  void run(Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
 
  private:
   void pack_head(const float* qkv, int64_t ld, int64_t h) const;

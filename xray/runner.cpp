@@ -19,7 +19,7 @@ struct ExecutorScope {
 
 Runner::Runner(const RunnerOptions& o) : opt_(o) {
   const topo::Machine& machine = topo::this_machine();
-  pool_ = graph::Workers::for_budget(machine, o.threads > 0 ? o.threads : std::max(1, machine.usable_cpus));
+  pool_ = Workers::for_budget(machine, o.threads > 0 ? o.threads : std::max(1, machine.usable_cpus));
   pair::LoadOptions lo;
   lo.model_path = o.model;
   lo.mmproj_path = o.image.empty() ? "" : o.mmproj;

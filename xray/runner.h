@@ -49,7 +49,7 @@ class Runner {
 
  private:
   RunnerOptions opt_;
-  std::unique_ptr<graph::Workers> pool_;
+  std::unique_ptr<Workers> pool_;
   std::shared_ptr<const pair::Model> pair_;
 };
 

@@ -35,7 +35,7 @@ TEST_CASE("decoder: a decode step allocates nothing") {
   using namespace ckjit;
   tinymodel::Spec s;
   gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
-  graph::Workers pool(2);
+  Workers pool(2);
   graph::SessionOptions o;
   o.n_ctx = 64;
   graph::TextModel model(f, graph::ModelOptions{}, pool);

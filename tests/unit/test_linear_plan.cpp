@@ -14,7 +14,7 @@ using namespace ckjit;
 TEST_SUITE("decoder") {
 
 TEST_CASE("run_planned covers the output once with the plan's tiles, for any split, order and thread count") {
-  graph::Workers pool(2);
+  Workers pool(2);
   for (SplitAxis split : {SplitAxis::n, SplitAxis::m})
     for (LoopOrder order : {LoopOrder::n_k_m, LoopOrder::m_n_k})
       for (int threads : {1, 2, 3})

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/workers.h"
+#include "topology/workers.h"
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
 #include "jit/reference.h"
@@ -106,7 +106,7 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
     CAPTURE(int(round));
     CAPTURE(int(packed));
     vision::DenseLinear lin(w, n, k, b, round, isa, 2, packed);
-    graph::Workers one(1), two(2);
+    Workers one(1), two(2);
     std::vector<float> xr(size_t(m * k)), y1(size_t(m * n)), y2(size_t(m * n)), y3(size_t(m * n));
     lin.prepare(one, x.data(), k, m, xr.data());
     lin.matmul(one, xr.data(), m, y1.data(), n, r.data(), n);
@@ -136,7 +136,7 @@ TEST_CASE("VisionAttention: close to a double-precision softmax / same bits for 
   const int64_t n = 301, H = 3, dh = 72, C = H * dh, ld = 3 * C + 4;
   auto qkv = randn(size_t(n * ld), 21, 0.5f);
   const vision::VisionAttention att(n, H, dh, 2);
-  graph::Workers one(1), two(2);
+  Workers one(1), two(2);
   std::vector<float> in1 = qkv, in2 = qkv, o1(size_t(n * C)), o2(size_t(n * C));
   att.run(one, in1.data(), ld, o1.data(), C);
   att.run(two, in2.data(), ld, o2.data(), C);
@@ -167,7 +167,7 @@ TEST_CASE("VisionAttention: close to a double-precision softmax / same bits for 
 }
 
 TEST_CASE("vision ops: LayerNorm / GELU table / 2D RoPE / merge order") {
-  graph::Workers pool(2);
+  Workers pool(2);
   const int64_t n = 100;
   auto x = randn(size_t(3 * n), 31, 3.0f);
   const auto w = randn(size_t(n), 32), b = randn(size_t(n), 33);

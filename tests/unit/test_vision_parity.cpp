@@ -228,7 +228,7 @@ std::vector<float> bridge_logits(const Pair& p, const Fixture& f, const std::vec
   const gguf::GgufFile file = gguf::GgufFile::open(p.model.string());
   const tok::Tokenizer tk(tok::vocab_from_gguf(file));
   const auto machine = topo::detect_machine();
-  auto pool = graph::Workers::for_budget(machine, std::max(1, machine.usable_cpus));
+  auto pool = Workers::for_budget(machine, std::max(1, machine.usable_cpus));
   const graph::TextModel model(file, graph::ModelOptions{}, *pool);
   graph::Session session(model, graph::SessionOptions{}, *pool);
   const auto g = grids(p, f);

@@ -106,7 +106,7 @@ TEST_CASE("tap: a tapped run gives the same logits bit for bit (its split row pa
   tinymodel::Spec spec;
   spec.seed = 41;
   gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(spec).to_bytes(), "tiny.gguf");
-  graph::Workers pool(2);
+  Workers pool(2);
   graph::SessionOptions so;
   so.n_ctx = 32;
   so.n_ubatch = 4;  // several chunks

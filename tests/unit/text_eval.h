@@ -10,7 +10,7 @@
 namespace ckjit::test {
 
 struct TextEval {
-  TextEval(const gguf::GgufFile& f, graph::ModelOptions mo, graph::SessionOptions so, graph::Workers& pool)
+  TextEval(const gguf::GgufFile& f, graph::ModelOptions mo, graph::SessionOptions so, Workers& pool)
       : model(f, with_rows(mo, so), pool), session(model, so, pool) {}
 
   // Appends tokens; returns the last row's logits; all_logits (optional) receives every row's.

@@ -9,7 +9,7 @@
 #include "runtime/thread_pool.h"
 #include "topology/machine.h"
 
-namespace ckjit::graph {
+namespace ckjit {
 
 class Workers {
  public:
@@ -50,4 +50,4 @@ class Workers {
 struct Range { int64_t begin, end; };
 Range split_range(int64_t count, int64_t parts, int64_t i, int64_t align = 1);
 
-}  // namespace ckjit::graph
+}  // namespace ckjit

@@ -1,10 +1,10 @@
-#include "graph/workers.h"
+#include "topology/workers.h"
 
 #include "topology/cpu_budget.h"
 
 #include <algorithm>
 
-namespace ckjit::graph {
+namespace ckjit {
 
 Workers::Workers(int threads, std::vector<int> cpus, int spin_us) {
   ThreadPoolOptions o;
@@ -28,4 +28,4 @@ Range split_range(int64_t count, int64_t parts, int64_t i, int64_t align) {
   return {std::min(count, b * align), std::min(count, e * align)};
 }
 
-}  // namespace ckjit::graph
+}  // namespace ckjit
