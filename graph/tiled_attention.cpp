@@ -35,7 +35,7 @@ TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad)
       positions_per_tile_(std::max<int64_t>(1, 32 / group_)),
       rows_cap_(positions_per_tile_ * group_),
       n_pad_(n_pad),
-      tile_(s.head_dim, n_pad, causal_block_keys(n_pad), s.scale) {}
+      tile_(jit::IsaPath::Avx2, s.head_dim, n_pad, causal_block_keys(n_pad), s.scale) {}  // the cache's 8-key panels
 
 // Rows g * tp + i of the tile are head (kvh * group + g) of position i0 + i, for Q as for the output.
 void TiledAttention::attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, const float* q, int64_t i0,

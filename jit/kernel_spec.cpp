@@ -113,11 +113,14 @@ KernelSpec KernelSpec::parse(const std::string& text) {
 }
 
 std::string dense_block_problem(IsaPath isa, int mr, int nr) {
-  if (isa != IsaPath::Avx2) return "op=dense has an avx2 emitter only (its float order is the same on every CPU)";
+  if (isa != IsaPath::Avx2 && isa != IsaPath::Avx512)
+    return "op=dense has avx2 and avx512 emitters (the same float order at both widths)";
   if (mr < 1 || mr > 6) return "mr must be 1..6";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
-  if (mr * nr + nr + 1 > 16)
-    return "mr*nr + nr + 1 = " + std::to_string(mr * nr + nr + 1) + " > 16 ymm registers";
+  const int regs = isa == IsaPath::Avx512 ? 32 : 16;
+  if (mr * nr + nr + 1 > regs)
+    return "mr*nr + nr + 1 = " + std::to_string(mr * nr + nr + 1) + " > " + std::to_string(regs) +
+           (regs == 32 ? " zmm registers" : " ymm registers");
   return "";
 }
 

@@ -47,15 +47,15 @@ void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const 
   reference_kernel(spec, &a);
 }
 
-KernelSpec dense_spec(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
+KernelSpec dense_spec(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
   KernelSpec s;
-  s.op = Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = IsaPath::Avx2;
+  s.op = Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = isa;
   s.mr = mr, s.nr = nr, s.kc = int(kc), s.k = k, s.epilogue = ep, s.accumulate = accumulate;
   return s;
 }
 
-GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
-  const JitKernel& kern = global_code_cache().get(dense_spec(wtype, mr, nr, kc, k, accumulate, ep));
+GemmFn dense_kernel(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
+  const JitKernel& kern = global_code_cache().get(dense_spec(isa, wtype, mr, nr, kc, k, accumulate, ep));
   kern.require_runnable();
   return kern.as<GemmFn>();
 }

@@ -40,11 +40,11 @@ void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const 
 void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& quantize256, const MatmulOperands& op,
                             void* dst, int64_t ldd, const Tile& t);
 
-// The op=dense micro-tile kernel (AVX2 path, the one every x86 CPU ckjit runs on has) for mr rows x
-// nr panels over kc elements of a K of k (the panel stride), from the code cache; Error if it cannot
-// run here.
-GemmFn dense_kernel(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
+// The op=dense micro-tile kernel on `isa` (avx2: 8-column panels; avx512: 16) for mr rows x nr
+// panels over kc elements of a K of k (the panel stride), from the code cache; Error if it cannot
+// run here. Both widths give the same bits (one FMA chain per output).
+GemmFn dense_kernel(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
 // Its spec (for the scalar twin, jit::reference_dense).
-KernelSpec dense_spec(TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
+KernelSpec dense_spec(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
 
 }  // namespace ckjit::jit

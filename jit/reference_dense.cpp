@@ -1,4 +1,4 @@
-// Scalar twin of the op=dense kernel (jit/dense_avx2_emitter.cpp): one FMA chain per output over
+// Scalar twin of the op=dense kernel (jit/dense_emitter.cpp, both widths): one FMA chain per output over
 // k in increasing order, then + bias, then + residual.
 #include <cmath>
 #include <cstring>
@@ -10,9 +10,10 @@ namespace ckjit::jit {
 
 void reference_dense(const KernelSpec& spec, const GemmArgs* a) {
   const int es = spec.wtype == TensorType::F32 ? 4 : 2;
-  const int64_t pstride = spec.k * 8 * es;
+  const int P = panel_cols(spec.isa);
+  const int64_t pstride = spec.k * P * es;
   auto weight = [&](int col, int64_t k) -> float {
-    const uint8_t* p = a->w + (col / 8) * pstride + k * 8 * es + (col % 8) * es;
+    const uint8_t* p = a->w + (col / P) * pstride + k * P * es + (col % P) * es;
     uint16_t h;
     float f;
     switch (spec.wtype) {
@@ -28,7 +29,7 @@ void reference_dense(const KernelSpec& spec, const GemmArgs* a) {
     const float* r = spec.epilogue == Epilogue::BiasResidual
                          ? reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a->r) + i * a->ldr)
                          : nullptr;
-    for (int c = 0; c < spec.nr * 8; ++c) {
+    for (int c = 0; c < spec.nr * P; ++c) {
       float acc = spec.accumulate ? y[c] : 0.0f;
       for (int64_t k = 0; k < spec.kc; ++k) acc = std::fma(x[k], weight(c, k), acc);
       if (spec.epilogue != Epilogue::Store) acc += bias[c];

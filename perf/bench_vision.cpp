@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   const int64_t H = 16, dh = 64, C = H * dh;
   std::vector<float> qkv(size_t(n * 3 * C)), out(size_t(n * C));
   for (auto& v : qkv) v = d(g) * 20.0f;
-  const vision::VisionAttention att(n, H, dh, threads);
+  const vision::VisionAttention att(n, H, dh, threads, isa);
   const double ms = median_ms([&] {
     std::vector<float> in = qkv;
     att.run(pool, in.data(), 3 * C, out.data(), C);

@@ -39,14 +39,14 @@ DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias
     : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
   if (w.ne[2] != 1 || w.ne[3] != 1 || n_ < 1 || k_ < 1) throw Error(name_ + ": not a matrix (" + w.shape_string() + ")");
   if (bias.type.type != TensorType::F32 || bias.n_elements != n_) throw Error(std::string(bias.name) + ": bias must be F32 [" + std::to_string(n_) + "]");
-  jit::isa_paths(isa);  // the dense kernels have one path, avx2: this throws below it
+  choose_path(isa);
   switch (file_type_) {
     case TensorType::F16: wtype_ = round_ = TensorType::F16; break;
     case TensorType::BF16: wtype_ = round_ = TensorType::BF16; break;
     case TensorType::F32: case TensorType::Q8_0: wtype_ = round_ = TensorType::F32; break;
     default: throw Error(name_ + ": type " + std::string(w.type.name) + " has no vision kernel (F16, BF16, F32, Q8_0)");
   }
-  bias_.assign(size_t(round_up(n_, 8)), 0.0f);
+  bias_.assign(size_t(round_up(n_, panel_)), 0.0f);
   std::memcpy(bias_.data(), bias.data, size_t(n_) * 4);
   if (file_type_ == TensorType::Q8_0 || file_type_ == TensorType::F32) {
     std::vector<float> rows(size_t(n_ * k_));
@@ -65,9 +65,9 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
   if (int64_t(w.size()) != n * k || int64_t(bias.size()) != n) throw Error("DenseLinear: weight/bias sizes do not match n x k");
   if (packed != TensorType::F32 && packed != TensorType::F16 && packed != TensorType::BF16)
     throw Error("DenseLinear: packed type must be F32, F16 or BF16");
-  jit::isa_paths(isa);
+  choose_path(isa);
   bias_ = std::move(bias);
-  bias_.resize(size_t(round_up(n_, 8)), 0.0f);
+  bias_.resize(size_t(round_up(n_, panel_)), 0.0f);
   if (packed == TensorType::F32) {
     pack(w.data(), nullptr, threads);
   } else {
@@ -79,46 +79,61 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
   build_op_descs();
 }
 
+void DenseLinear::choose_path(const topo::Isa& isa) {
+  path_ = jit::isa_paths(isa).front() == jit::IsaPath::Avx2 || !jit::isa_runs(jit::IsaPath::Avx512, isa)
+              ? jit::IsaPath::Avx2
+              : jit::IsaPath::Avx512;  // isa_paths throws below AVX2
+  panel_ = jit::panel_cols(path_);
+  mr_ = path_ == jit::IsaPath::Avx512 ? 6 : 4;
+  nr_ = path_ == jit::IsaPath::Avx512 ? 4 : 3;
+  row_tile_ = (64 + mr_ - 1) / mr_ * mr_;
+}
+
 void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threads) {
   const int es = wtype_ == TensorType::F32 ? 4 : 2;
-  w_.type = wtype_, w_.n = n_, w_.k = k_, w_.panel = 8;
-  w_.n_panels = round_up(n_, 8) / 8;
-  w_.block_bytes = 8 * es;
-  w_.panel_stride = k_ * 8 * es;
+  const int P = panel_;
+  w_.type = wtype_, w_.n = n_, w_.k = k_, w_.panel = P;
+  w_.n_panels = round_up(n_, P) / P;
+  w_.block_bytes = P * es;
+  w_.panel_stride = k_ * P * es;
   w_.data = jit::alloc_packed(size_t(w_.bytes()), name_.c_str());
   const uint8_t* src = rows_f32 ? reinterpret_cast<const uint8_t*>(rows_f32) : reinterpret_cast<const uint8_t*>(rows_16);
   const bool simd = jit::detail::simd_repack_available();
   jit::for_each_panel(w_, std::max(1, threads), [&](int64_t p) {
-    if (simd && (p + 1) * 8 <= n_) pack_full_panel(src, es, p);
+    if (simd && (p + 1) * P <= n_) pack_full_panel(src, es, p);
     else pack_panel_scalar(src, es, p);
   });
 }
 
-// A panel of 8 rows, 8 elements of K at a time: each an 8 x 8 transpose (row l's run in, element
-// kk of every row out), so every store is a whole 16- or 32-byte run of the panel; a K tail is
-// copied element by element.
+// A full panel of P rows (8 or 16), 8 elements of K at a time: each group of 8 rows an 8 x 8
+// transpose (row l's run in, element kk of every row out), so every store is a whole 16- or
+// 32-byte run of the panel; a K tail is copied element by element.
 CKJIT_AVX2 void DenseLinear::pack_full_panel(const uint8_t* src, int es, int64_t p) {
+  const int P = panel_;
   uint8_t* dst = w_.data.get() + p * w_.panel_stride;
-  const uint8_t* rows[8];
-  for (int l = 0; l < 8; ++l) rows[l] = src + (p * 8 + l) * k_ * es;
+  const uint8_t* rows[16];
+  for (int l = 0; l < P; ++l) rows[l] = src + (p * P + l) * k_ * es;
   const int64_t k8 = k_ / 8 * 8;
-  for (int64_t kk = 0; kk < k8; kk += 8) {
-    const uint8_t* at[8];
-    for (int l = 0; l < 8; ++l) at[l] = rows[l] + kk * es;
-    if (es == 4) jit::detail::transpose8x8_32(at, dst + kk * 32, 32);
-    else jit::detail::transpose8x8_16(at, dst + kk * 16, 16);
-  }
+  for (int64_t kk = 0; kk < k8; kk += 8)
+    for (int h = 0; h < P; h += 8) {
+      const uint8_t* at[8];
+      for (int l = 0; l < 8; ++l) at[l] = rows[h + l] + kk * es;
+      uint8_t* out = dst + (kk * P + h) * es;
+      if (es == 4) jit::detail::transpose8x8_32(at, out, P * 4);
+      else jit::detail::transpose8x8_16(at, out, P * 2);
+    }
   for (int64_t kk = k8; kk < k_; ++kk)
-    for (int l = 0; l < 8; ++l) std::memcpy(dst + (kk * 8 + l) * es, rows[l] + kk * es, size_t(es));
+    for (int l = 0; l < P; ++l) std::memcpy(dst + (kk * P + l) * es, rows[l] + kk * es, size_t(es));
 }
 
-// Any panel (the last one may hold fewer than 8 rows: its missing columns stay zero).
+// Any panel (the last one may hold fewer than P rows: its missing columns stay zero).
 void DenseLinear::pack_panel_scalar(const uint8_t* src, int es, int64_t p) {
+  const int P = panel_;
   uint8_t* dst = w_.data.get() + p * w_.panel_stride;
   std::memset(dst, 0, size_t(w_.panel_stride));
-  for (int l = 0; l < 8 && p * 8 + l < n_; ++l) {
-    const uint8_t* row = src + (p * 8 + l) * k_ * es;
-    for (int64_t kk = 0; kk < k_; ++kk) std::memcpy(dst + (kk * 8 + l) * es, row + kk * es, size_t(es));
+  for (int l = 0; l < P && p * P + l < n_; ++l) {
+    const uint8_t* row = src + (p * P + l) * k_ * es;
+    for (int64_t kk = 0; kk < k_; ++kk) std::memcpy(dst + (kk * P + l) * es, row + kk * es, size_t(es));
   }
 }
 
@@ -127,21 +142,21 @@ void DenseLinear::pack_panel_scalar(const uint8_t* src, int es, int64_t p) {
 void DenseLinear::build_kernels() {
   kc_ = choose_kc(k_);
   static std::mutex mu;
-  static std::map<std::tuple<TensorType, int64_t, int64_t>, std::vector<jit::GemmFn>> tables;
+  static std::map<std::tuple<jit::IsaPath, TensorType, int64_t, int64_t>, std::vector<jit::GemmFn>> tables;
   std::lock_guard<std::mutex> lock(mu);
-  std::vector<jit::GemmFn>& t = tables[{wtype_, kc_, k_}];
-  if (t.empty()) t = make_table(wtype_, kc_, k_);
+  std::vector<jit::GemmFn>& t = tables[{path_, wtype_, kc_, k_}];
+  if (t.empty()) t = make_table(path_, wtype_, kc_, k_);
   fns_ = t;
 }
 
-std::vector<jit::GemmFn> DenseLinear::make_table(TensorType wtype, int64_t kc, int64_t k) {
-  std::vector<jit::GemmFn> fns(size_t(kMr * kNr * 2 * 3), nullptr);
-  for (int mr = 1; mr <= kMr; ++mr)
-    for (int nr = 1; nr <= kNr; ++nr)
+std::vector<jit::GemmFn> DenseLinear::make_table(jit::IsaPath path, TensorType wtype, int64_t kc, int64_t k) {
+  const int max_mr = path == jit::IsaPath::Avx512 ? 6 : 4, max_nr = path == jit::IsaPath::Avx512 ? 4 : 3;
+  std::vector<jit::GemmFn> fns(size_t(kMaxMr * kMaxNr * 2 * 3), nullptr);
+  for (int mr = 1; mr <= max_mr; ++mr)
+    for (int nr = 1; nr <= max_nr; ++nr)
       for (int acc = 0; acc < 2; ++acc)
         for (jit::Epilogue ep : {jit::Epilogue::Store, jit::Epilogue::Bias, jit::Epilogue::BiasResidual})
-          fns[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + size_t(acc)) * 3 + size_t(ep_index(ep))] =
-              jit::dense_kernel(wtype, mr, nr, kc, k, acc != 0, ep);
+          fns[table_index(mr, nr, acc != 0, ep)] = jit::dense_kernel(path, wtype, mr, nr, kc, k, acc != 0, ep);
   return fns;
 }
 
@@ -149,14 +164,15 @@ std::string DenseLinear::describe() const {
   const char* t = file_type_ == TensorType::F16 ? "F16" : file_type_ == TensorType::BF16 ? "BF16" : file_type_ == TensorType::Q8_0 ? "Q8_0" : "F32";
   const char* packed = wtype_ == TensorType::F16 ? "f16" : wtype_ == TensorType::BF16 ? "bf16" : "f32";
   const char* in = round_ == TensorType::F16 ? "f16" : round_ == TensorType::BF16 ? "bf16" : "f32";
-  return name_ + " " + t + " [" + std::to_string(k_) + " x " + std::to_string(n_) + "] -> dense avx2 " + packed +
-         " panels, input " + in + ", mr=" + std::to_string(kMr) + " nr=" + std::to_string(kNr) + " kc=" + std::to_string(kc_);
+  return name_ + " " + t + " [" + std::to_string(k_) + " x " + std::to_string(n_) + "] -> dense " + jit::isa_name(path_) + " " + packed +
+         " panels, input " + in + ", mr=" + std::to_string(mr_) + " nr=" + std::to_string(nr_) + " kc=" + std::to_string(kc_);
 }
 
 void DenseLinear::build_op_descs() {
   auto lower = [](TensorType t) { return t == TensorType::F16 ? "f16" : t == TensorType::BF16 ? "bf16" : "f32"; };
-  const std::string kernel = std::string("jit dense avx2 ") + lower(wtype_) + " panels mr=" + std::to_string(kMr) +
-                             " nr=" + std::to_string(kNr) + " kc=" + std::to_string(kc_) + " (f32 FMA)";
+  const std::string kernel = std::string("jit dense ") + jit::isa_name(path_) + " " + lower(wtype_) +
+                             " panels mr=" + std::to_string(mr_) + " nr=" + std::to_string(nr_) + " kc=" + std::to_string(kc_) +
+                             " (f32 FMA)";
   desc_ = OpDesc{n_, k_, tensor_type_info(file_type_).name, lower(round_), kernel, kernel};
   const std::string round = round_ == TensorType::F16 ? "round rows to f16" : round_ == TensorType::BF16 ? "round rows to bf16" : "copy rows";
   prepare_desc_ = OpDesc{0, k_, "", std::string("f32 -> ") + lower(round_), round, round};
@@ -176,32 +192,32 @@ void DenseLinear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m,
 
 void DenseLinear::run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const float* xr, float* y, int64_t ldy,
                            const float* res, int64_t ldr) const {
-  constexpr int kTailLd = kNr * 8;
-  alignas(32) float tail[kRowTile * kTailLd];
+  constexpr int kTailLd = kMaxNr * 16;
+  alignas(64) float tail[kMaxRowTile * kTailLd];
   const int es = wtype_ == TensorType::F32 ? 4 : 2;
   const jit::Epilogue final_ep = res ? jit::Epilogue::BiasResidual : jit::Epilogue::Bias;
   const int64_t n_blocks = k_ / kc_;
   for (int64_t kb = 0; kb < n_blocks; ++kb) {
     const bool last = kb + 1 == n_blocks;
     for (int64_t g = g0; g < g1; ++g) {
-      const int64_t p0 = g * kNr;
-      const int nr = int(std::min<int64_t>(kNr, w_.n_panels - p0));
-      const int64_t c0 = p0 * 8;
+      const int64_t p0 = g * nr_;
+      const int nr = int(std::min<int64_t>(nr_, w_.n_panels - p0));
+      const int64_t c0 = p0 * panel_;
       // The group holding a partial last panel runs into a local tile (its 8-wide stores would
       // pass the row's end); its residual is added when the valid columns are copied out.
-      const bool partial = c0 + nr * 8 > n_;
+      const bool partial = c0 + nr * panel_ > n_;
       jit::GemmArgs a;
-      a.w = w_.panel_ptr(p0) + kb * kc_ * 8 * es;
+      a.w = w_.panel_ptr(p0) + kb * kc_ * panel_ * es;
       a.w2 = reinterpret_cast<const uint8_t*>(bias_.data() + c0);
-      for (int64_t i = r0; i < r1; i += kMr) {
-        const int mr = int(std::min<int64_t>(kMr, r1 - i));
+      for (int64_t i = r0; i < r1; i += mr_) {
+        const int mr = int(std::min<int64_t>(mr_, r1 - i));
         a.x = xr + i * k_ + kb * kc_;
         a.ldx = k_ * 4;
         if (partial) a.y = tail + (i - r0) * kTailLd, a.ldy = kTailLd * 4;
         else a.y = y + i * ldy + c0, a.ldy = ldy * 4;
         const jit::Epilogue ep = !last ? jit::Epilogue::Store : partial ? jit::Epilogue::Bias : final_ep;
         if (ep == jit::Epilogue::BiasResidual) a.r = res + i * ldr + c0, a.ldr = ldr * 4;
-        if (jit::scalar_twins()) jit::reference_dense(jit::dense_spec(wtype_, mr, nr, kc_, k_, kb > 0, ep), &a);
+        if (jit::scalar_twins()) jit::reference_dense(jit::dense_spec(path_, wtype_, mr, nr, kc_, k_, kb > 0, ep), &a);
         else kernel(mr, nr, kb > 0, ep)(&a);
       }
       if (partial && last)
@@ -217,15 +233,15 @@ void DenseLinear::run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const
 void DenseLinear::matmul(Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual,
                          int64_t ldr) const {
   if (m <= 0) return;
-  const int64_t n_groups = (w_.n_panels + kNr - 1) / kNr;
-  const int64_t n_rt = (m + kRowTile - 1) / kRowTile;
+  const int64_t n_groups = (w_.n_panels + nr_ - 1) / nr_;
+  const int64_t n_rt = (m + row_tile_ - 1) / row_tile_;
   // Enough column chunks that every worker has several tasks even for one row tile.
   const int64_t want = std::max<int64_t>(1, int64_t(pool.size()) * 4 / n_rt);
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(8, (n_groups + want - 1) / want));
   const int64_t n_ct = (n_groups + chunk - 1) / chunk;
   pool.run(size_t(n_rt * n_ct), [&](size_t t, int) {
     const int64_t rt = int64_t(t) / n_ct, ct = int64_t(t) % n_ct;
-    run_tile(rt * kRowTile, std::min(m, (rt + 1) * kRowTile), ct * chunk, std::min(n_groups, (ct + 1) * chunk), xr, y, ldy,
+    run_tile(rt * row_tile_, std::min(m, (rt + 1) * row_tile_), ct * chunk, std::min(n_groups, (ct + 1) * chunk), xr, y, ldy,
              residual, ldr);
   });
 }

@@ -1,13 +1,14 @@
 #pragma once
 // A float-weight matrix of the vision tower and its matmul y = W x + b (+ residual). At load the
-// weight (F16, BF16, F32, or Q8_0 dequantized losslessly to F32) is repacked once into 8-column
-// panels and the op=dense JIT kernels for its shape are emitted (every row/panel remainder,
-// first/continuing K block, each epilogue); the run has no branches on type or shape.
+// weight (F16, BF16, F32, or Q8_0 dequantized losslessly to F32) is repacked once into panels of
+// the load's widest op=dense path (16 columns on AVX-512, 8 on AVX2) and the kernels for its shape
+// are emitted (every row/panel remainder, first/continuing K block, each epilogue); the run has no
+// branches on type, shape or ISA.
 // The input is prepared as llama.cpp's CPU backend does for the weight type (quants.md §8.8): rows
 // rounded to F16 for F16 weights, to BF16 for BF16 weights, kept for F32 / Q8_0 (llama.cpp
 // quantizes to Q8_0 there: a documented difference, measured in perf/RESULTS-vision.md).
-// Float order: one FMA chain per output over K (jit/dense_avx2_emitter.cpp): the result does not
-// depend on threads or tiling.
+// Float order: one FMA chain per output over K (jit/dense_emitter.cpp): the result does not
+// depend on the path, threads or tiling.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,16 +61,22 @@ class DenseLinear {
   void pack_panel_scalar(const uint8_t* src, int es, int64_t p);
   void build_kernels();
   void build_op_descs();
-  static std::vector<jit::GemmFn> make_table(TensorType wtype, int64_t kc, int64_t k);
-  jit::GemmFn kernel(int mr, int nr, bool acc, jit::Epilogue ep) const {
-    return fns_[((size_t(mr - 1) * kNr + size_t(nr - 1)) * 2 + acc) * 3 + size_t(ep_index(ep))];
+  static std::vector<jit::GemmFn> make_table(jit::IsaPath path, TensorType wtype, int64_t kc, int64_t k);
+  static size_t table_index(int mr, int nr, bool acc, jit::Epilogue ep) {
+    return ((size_t(mr - 1) * kMaxNr + size_t(nr - 1)) * 2 + acc) * 3 + size_t(ep_index(ep));
   }
+  jit::GemmFn kernel(int mr, int nr, bool acc, jit::Epilogue ep) const { return fns_[table_index(mr, nr, acc, ep)]; }
   static int ep_index(jit::Epilogue ep) { return ep == jit::Epilogue::Store ? 0 : ep == jit::Epilogue::Bias ? 1 : 2; }
   void run_tile(int64_t r0, int64_t r1, int64_t g0, int64_t g1, const float* xr, float* y, int64_t ldy, const float* res,
                 int64_t ldr) const;
 
-  static constexpr int kMr = 4, kNr = 3;  // 12 accumulators + 3 weight registers + 1 broadcast
-  static constexpr int64_t kRowTile = 64;
+  // Register blocks: avx2 4 x 3 (12 accumulators + 3 weights + 1 broadcast of 16 ymm), avx512
+  // 6 x 4 (24 + 4 + 1 of 32 zmm). Row tiles of about 64 rows, a multiple of mr.
+  static constexpr int kMaxMr = 6, kMaxNr = 4, kMaxRowTile = 66;
+  void choose_path(const topo::Isa& isa);
+  jit::IsaPath path_ = jit::IsaPath::Avx2;
+  int panel_ = 8, mr_ = 4, nr_ = 3;
+  int64_t row_tile_ = 64;
   std::string name_;
   int64_t n_ = 0, k_ = 0, kc_ = 0;
   TensorType wtype_ = TensorType::F16;  // packed type: F16, BF16 or F32

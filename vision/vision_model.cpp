@@ -36,7 +36,8 @@ void grow(std::vector<float>& v, int64_t n) {
 
 }  // namespace
 
-VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool) : hp_(read_vision_hparams(f)) {
+VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool)
+    : hp_(read_vision_hparams(f)), isa_(isa) {
   const int threads = pool.size();
   const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   const int64_t C = hp_.n_embd, P = hp_.patch;
@@ -142,7 +143,8 @@ double VisionModel::load_bytes(const gguf::GgufFile& file) {
 double VisionModel::encode_bytes(int64_t n) const {
   const double P2 = 3.0 * double(hp_.patch * hp_.patch), C = double(hp_.n_embd), F = double(hp_.n_ff);
   const double floats = double(n) * (P2 + std::max(P2, F) + 8.0 * C + F) + double(n / 4) * double(hp_.row_width());
-  const double kv_panels = 2.0 * 2.0 * double((n + 7) / 8 * 8) * C;  // f16 keys and values
+  // f16 keys and values in panels of up to 16 (keys and dims padded to whole panels)
+  const double kv_panels = 2.0 * 2.0 * double((n + 15) / 16 * 16) * double(hp_.n_head) * double((hp_.head_dim + 15) / 16 * 16);
   return 4.0 * floats + kv_panels;
 }
 
@@ -206,7 +208,7 @@ ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, Op
   out.rows.assign(size_t(out.n_rows() * out.row_width), 0.0f);
 
   const Rope2d rope(gh, gw, hp_.head_dim);
-  const VisionAttention attention(n, hp_.n_head, hp_.head_dim, pool.size());
+  const VisionAttention attention(n, hp_.n_head, hp_.head_dim, pool.size(), isa_);
   std::vector<float> a(size_t(n * C)), qkv(size_t(n * 3 * C)), att(size_t(n * C)), h(size_t(n * F));
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const Layer& L = layers_[size_t(l)];

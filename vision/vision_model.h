@@ -68,6 +68,7 @@ class VisionModel {
              const char* op) const;
 
   VisionHparams hp_;
+  topo::Isa isa_;  // the load's target: the attention's panels follow its widest path
   std::unique_ptr<DenseLinear> patch_;
   std::vector<float> pos_;  // pos_side^2 x C
   std::vector<Layer> layers_;

@@ -1,5 +1,7 @@
 #include "vision/vision_ops.h"
 
+#include "jit/isa_select.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -131,11 +133,18 @@ std::vector<int64_t> full_block_keys(int64_t n_pad) {
 
 }  // namespace
 
-VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads)
-    : n_(n), n_head_(n_head), dh_(head_dim), n_pad_(round_up(n, 8)),
-      tile_(head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))) {
+namespace {
+jit::IsaPath dense_path(const topo::Isa& isa) {
+  return jit::isa_runs(jit::IsaPath::Avx512, isa) ? jit::IsaPath::Avx512 : jit::IsaPath::Avx2;
+}
+}  // namespace
+
+VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa)
+    : n_(n), n_head_(n_head), dh_(head_dim), P_(jit::panel_cols(dense_path(isa))), n_pad_(round_up(n, P_)),
+      tile_(dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))),
+      dpad_(tile_.padded_dim()) {
   kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0);
-  vp_.assign(size_t(n_head_ * n_pad_ * dh_), 0);
+  vp_.assign(size_t(n_head_ * n_pad_ * dpad_), 0);
   scratch_per_worker_ = tile_.scratch_floats(kTq);
   scratch_.assign(size_t(scratch_per_worker_ * std::max(1, threads)), 0.0f);
 }
@@ -144,18 +153,19 @@ VisionAttention::~VisionAttention() = default;
 
 __attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
   const int64_t C = n_head_ * dh_;
+  const int64_t P = P_;
   uint16_t* kp = kp_.data() + h * dh_ * n_pad_;
-  uint16_t* vp = vp_.data() + h * n_pad_ * dh_;
+  uint16_t* vp = vp_.data() + h * n_pad_ * dpad_;
   alignas(16) uint16_t kh[8];
   for (int64_t j = 0; j < n_; ++j) {
     const float* kr = qkv + j * ld + C + h * dh_;
     const float* vr = qkv + j * ld + 2 * C + h * dh_;
-    uint16_t* kcol = kp + (j / 8) * dh_ * 8 + j % 8;  // key j: every 8th half of its panel
-    for (int64_t d = 0; d < dh_; d += 8) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(vp + ((d / 8) * n_pad_ + j) * 8),
+    uint16_t* kcol = kp + (j / P) * dh_ * P + j % P;  // key j: every P-th half of its panel
+    for (int64_t d = 0; d < dh_; d += 8) {            // 8 dims: one run of a value panel (P is 8 or 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(vp + ((d / P) * n_pad_ + j) * P + d % P),
                        _mm256_cvtps_ph(_mm256_loadu_ps(vr + d), _MM_FROUND_TO_NEAREST_INT));
       _mm_store_si128(reinterpret_cast<__m128i*>(kh), _mm256_cvtps_ph(_mm256_loadu_ps(kr + d), _MM_FROUND_TO_NEAREST_INT));
-      for (int e = 0; e < 8; ++e) kcol[(d + e) * 8] = kh[e];
+      for (int e = 0; e < 8; ++e) kcol[(d + e) * P] = kh[e];
     }
   }
 }
@@ -177,7 +187,7 @@ void VisionAttention::run(Workers& pool, float* qkv, int64_t ld, float* out, int
     const int64_t q0 = qt * kTq, rows = std::min(kTq, n_ - q0);
     const jit::TileRows tile_rows{rows, rows, ldo, 0};  // one head: row r is patch q0 + r
     tile_.attend(qkv + q0 * ld + h * dh_, ld, tile_rows, jit::KeyMask{n_, false}, kp_.data() + h * dh_ * n_pad_,
-                 vp_.data() + h * n_pad_ * dh_, out + q0 * ldo + h * dh_, scratch_.data() + worker * scratch_per_worker_);
+                 vp_.data() + h * n_pad_ * dpad_, out + q0 * ldo + h * dh_, scratch_.data() + worker * scratch_per_worker_);
   });
 }
 

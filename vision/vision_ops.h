@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "topology/isa.h"
 #include "topology/workers.h"
 #include "jit/attention_tile.h"
 
@@ -66,19 +67,21 @@ inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
 // score matrix exists; both products are op=dense JIT tiles (keys and values repacked per head
 // into f16 panels): S = Q K^T (one FMA chain over d per score, then * 1/sqrt(dh)) and
 // O = alpha O + P V (one chain over the keys per output, continued across key blocks after the
-// rescale). The tiling is fixed, not per thread: same result for any thread count.
+// rescale). The tiling is fixed, not per thread: same result for any thread count. The panels are
+// those of isa's widest op=dense path (16 on AVX-512, 8 on AVX2): the same bits.
 class VisionAttention {
  public:
-  VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads);
+  VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa);
   ~VisionAttention();
   void run(Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
 
  private:
   void pack_head(const float* qkv, int64_t ld, int64_t h) const;
-  int64_t n_, n_head_, dh_, n_pad_;
+  int64_t n_, n_head_, dh_, P_, n_pad_;
   jit::AttentionTile tile_;
-  mutable std::vector<uint16_t> kp_;  // per head: n_pad/8 panels of dh x 8 keys (f16)
-  mutable std::vector<uint16_t> vp_;  // per head: dh/8 panels of n_pad x 8 values (f16)
+  int64_t dpad_;                      // dh rounded up to whole value panels
+  mutable std::vector<uint16_t> kp_;  // per head: n_pad/P panels of dh x P keys (f16)
+  mutable std::vector<uint16_t> vp_;  // per head: dpad/P panels of n_pad x P values (f16)
   mutable std::vector<float> scratch_;
   int64_t scratch_per_worker_ = 0;
 };

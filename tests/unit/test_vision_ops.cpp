@@ -12,11 +12,13 @@
 #include "topology/workers.h"
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
+#include "jit/kernels.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 #include "vision/dense_linear.h"
 #include "vision/vision_ops.h"
+#include "skip.h"
 
 using namespace ckjit;
 
@@ -36,18 +38,20 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 
 TEST_SUITE("vision") {
 
-TEST_CASE("op=dense kernel: bit-identical to its scalar twin for every type / block / epilogue") {
+// Every type / block / epilogue of one op=dense path against its scalar twin; the count checked.
+int check_dense_path(jit::IsaPath isa, int max_mr, int max_nr) {
   using jit::Epilogue;
+  const int P = jit::panel_cols(isa);
   int checked = 0;
   for (TensorType wt : {TensorType::F16, TensorType::BF16, TensorType::F32})
     for (int64_t kc : {1, 5, 64})
-      for (int mr = 1; mr <= 4; ++mr)
-        for (int nr = 1; nr <= 3; ++nr)
+      for (int mr = 1; mr <= max_mr; ++mr)
+        for (int nr = 1; nr <= max_nr; ++nr)
           for (bool acc : {false, true})
             for (Epilogue ep : {Epilogue::Store, Epilogue::Bias, Epilogue::BiasResidual}) {
               const int64_t k = kc + 3;  // the panel stride is the whole K
               const int es = wt == TensorType::F32 ? 4 : 2;
-              std::vector<uint8_t> w(size_t(nr * k * 8 * es));
+              std::vector<uint8_t> w(size_t(nr * k * P * es));
               const auto wf = randn(w.size() / size_t(es), 7u + uint32_t(kc));
               for (size_t i = 0; i < wf.size(); ++i) {
                 if (wt == TensorType::F32) std::memcpy(w.data() + 4 * i, &wf[i], 4);
@@ -56,18 +60,16 @@ TEST_CASE("op=dense kernel: bit-identical to its scalar twin for every type / bl
                   std::memcpy(w.data() + 2 * i, &h, 2);
                 }
               }
-              const int64_t ldx = kc + 2, ld = nr * 8 + 5;
+              const int64_t ldx = kc + 2, ld = nr * P + 5;
               const auto x = randn(size_t(mr * ldx), 11);
-              const auto bias = randn(size_t(nr * 8), 12);
+              const auto bias = randn(size_t(nr * P), 12);
               const auto res = randn(size_t(mr * ld), 13);
               const auto y0 = randn(size_t(mr * ld), 14);
               std::vector<float> yj = y0, yr = y0;
               jit::GemmArgs a;
               a.w = w.data(), a.w2 = reinterpret_cast<const uint8_t*>(bias.data()), a.x = x.data(), a.ldx = ldx * 4;
               a.r = res.data(), a.ldr = ld * 4, a.ldy = ld * 4;
-              jit::KernelSpec s;
-              s.op = jit::Op::Dense, s.wtype = wt, s.atype = TensorType::F32, s.isa = jit::IsaPath::Avx2;
-              s.mr = mr, s.nr = nr, s.kc = int(kc), s.k = k, s.epilogue = ep, s.accumulate = acc;
+              const jit::KernelSpec s = jit::dense_spec(isa, wt, mr, nr, kc, k, acc, ep);
               CAPTURE(s.to_string());
               CHECK(jit::KernelSpec::parse(s.to_string()) == s);
               const auto& kern = jit::global_code_cache().get(s);
@@ -78,7 +80,16 @@ TEST_CASE("op=dense kernel: bit-identical to its scalar twin for every type / bl
               REQUIRE(same_bits(yj.data(), yr.data(), yj.size()));
               ++checked;
             }
-  CHECK(checked == 3 * 3 * 4 * 3 * 2 * 3);
+  return checked;
+}
+
+TEST_CASE("op=dense kernel avx2: bit-identical to its scalar twin for every type / block / epilogue") {
+  CHECK(check_dense_path(jit::IsaPath::Avx2, 4, 3) == 3 * 3 * 4 * 3 * 2 * 3);
+}
+
+TEST_CASE("op=dense kernel avx512: bit-identical to its scalar twin for every type / block / epilogue") {
+  if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
+  CHECK(check_dense_path(jit::IsaPath::Avx512, 6, 4) == 3 * 3 * 6 * 4 * 2 * 3);
 }
 
 TEST_CASE("op=dense specs: bad blocks and types are refused") {
@@ -86,7 +97,9 @@ TEST_CASE("op=dense specs: bad blocks and types are refused") {
   bad("op=dense,w=f16,a=f32,isa=avx2,mr=4,nr=4,kc=8,k=8,ep=store");     // 21 registers
   bad("op=dense,w=q4_K,a=f32,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=store");    // not a float weight
   bad("op=dense,w=f16,a=q8_K,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=store");    // not f32 rows
-  bad("op=dense,w=f16,a=f32,isa=avx512,mr=4,nr=3,kc=8,k=8,ep=store");   // avx2 only
+  bad("op=dense,w=f16,a=f32,isa=avxvnni,mr=4,nr=3,kc=8,k=8,ep=store");  // avx2 and avx512 only
+  bad("op=dense,w=f16,a=f32,isa=avx512,mr=7,nr=3,kc=8,k=8,ep=store");   // 6 row pointers
+  CHECK_NOTHROW(jit::KernelSpec::parse("op=dense,w=f16,a=f32,isa=avx512,mr=6,nr=4,kc=8,k=8,ep=store"));
   bad("op=dense,w=f16,a=f32,isa=avx2,mr=4,nr=3,kc=9,k=8,ep=store");     // kc > k
   bad("op=dense,w=f16,a=f32,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=swiglu");
   bad("op=gemm,w=q4_K,a=q8_K,isa=avx2,mr=4,nr=1,k=256,acc=1");          // acc is dense-only
@@ -131,16 +144,43 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
   }
 }
 
+TEST_CASE("DenseLinear: the avx512 path (16-column panels, 6 x 4 blocks) gives the avx2 path's bits") {
+  const topo::Isa isa = jit::runtime_isa();
+  if (!jit::isa_runs(jit::IsaPath::Avx512, isa)) CKJIT_SKIP("the avx512 path cannot run here");
+  // n = 90: a partial last panel at both widths; k = 2100: K blocks of 700; m = 71: row tails.
+  const int64_t n = 90, k = 2100, m = 71;
+  const auto w = randn(size_t(n * k), 41, 0.05f), b = randn(size_t(n), 42), x = randn(size_t(m * k), 43);
+  const auto r = randn(size_t(m * n), 44);
+  for (TensorType packed : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    CAPTURE(int(packed));
+    const vision::DenseLinear wide(w, n, k, b, TensorType::F32, isa, 2, packed);
+    const vision::DenseLinear narrow(w, n, k, b, TensorType::F32, topo::cap_isa(isa, "avx2"), 2, packed);
+    CHECK(wide.describe().find("dense avx512") != std::string::npos);
+    CHECK(narrow.describe().find("dense avx2") != std::string::npos);
+    Workers two(2);
+    std::vector<float> yw(size_t(m * n)), yn(size_t(m * n));
+    wide.matmul(two, x.data(), m, yw.data(), n, r.data(), n);
+    narrow.matmul(two, x.data(), m, yn.data(), n, r.data(), n);
+    CHECK(same_bits(yw.data(), yn.data(), yw.size()));
+  }
+}
+
 TEST_CASE("VisionAttention: close to a double-precision softmax / same bits for any thread count") {
   // n = 301 patches (padded keys, a short last key block, a partial query tile), 3 heads of 72.
   const int64_t n = 301, H = 3, dh = 72, C = H * dh, ld = 3 * C + 4;
   auto qkv = randn(size_t(n * ld), 21, 0.5f);
-  const vision::VisionAttention att(n, H, dh, 2);
+  const topo::Isa isa = jit::runtime_isa();
+  const vision::VisionAttention att(n, H, dh, 2, isa);
   Workers one(1), two(2);
   std::vector<float> in1 = qkv, in2 = qkv, o1(size_t(n * C)), o2(size_t(n * C));
   att.run(one, in1.data(), ld, o1.data(), C);
   att.run(two, in2.data(), ld, o2.data(), C);
   CHECK(same_bits(o1.data(), o2.data(), o1.size()));
+  // The avx2 path's 8-wide panels give the same bits as the widest path's (16 on AVX-512).
+  const vision::VisionAttention narrow(n, H, dh, 2, topo::cap_isa(isa, "avx2"));
+  std::vector<float> in3 = qkv, o3(size_t(n * C));
+  narrow.run(two, in3.data(), ld, o3.data(), C);
+  CHECK(same_bits(o1.data(), o3.data(), o1.size()));
   // Reference on the f16-rounded inputs (what the op documents it multiplies).
   double worst = 0;
   for (auto& v : qkv) v = quant::f16_to_f32(quant::f32_to_f16(v));

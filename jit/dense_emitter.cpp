@@ -1,13 +1,15 @@
-// Float-weight matmul micro-tile on AVX2 + FMA + F16C (op=dense): mr activation rows x nr weight
-// panels of 8 columns over kc elements of K. Packed layout (jit/packed_weights.h DensePanels): panel
-// p holds K steps of 8 consecutive weight values (f16, bf16 or f32), so one step is one 16- or
-// 32-byte load; panels are k * 8 elements apart.
+// Float-weight matmul micro-tile (op=dense): mr activation rows x nr weight panels over kc elements
+// of K, on AVX2 + FMA + F16C (ymm, panels of 8 columns) or AVX-512F (zmm, panels of 16). Packed
+// layout (vision/dense_linear.h): panel p holds K steps of P = panel_cols(isa) consecutive weight
+// values (f16, bf16 or f32), so one step is one load of P values; panels are k * P elements apart.
 //
 // Float order (the scalar twin, jit/reference_dense.cpp, follows it): every output (row, column)
 // is one FMA chain over k in increasing order, acc = fma(x[k], w[k], acc), starting from 0 (acc=0)
 // or from y (acc=1: a later kc block continues the same chain), then + bias, then + residual. The
 // lanes of a register are different columns, so the chain is the same whatever the vector width or
 // the tiling: a wider path can reproduce it bit for bit.
+#include <type_traits>
+
 #include "jit/emitter.h"
 #include "jit/kernel_args.h"
 
@@ -16,15 +18,25 @@ namespace {
 
 using namespace Xbyak;
 
-class DenseAvx2 : public Emitter {
+// Vec: Ymm (avx2) or Zmm (avx512); the code is the same instructions at either width.
+template <class Vec>
+class DenseEmitter : public Emitter {
  public:
-  explicit DenseAvx2(const KernelSpec& s) : Emitter(s) { generate(); }
+  explicit DenseEmitter(const KernelSpec& s) : Emitter(s) { generate(); }
 
  private:
+  static constexpr int kLanes = std::is_same_v<Vec, Zmm> ? 16 : 8;
+  static constexpr int kVecBytes = kLanes * 4;
   int esize() const { return spec_.wtype == TensorType::F32 ? 4 : 2; }
-  Ymm acc(int i, int j) const { return Ymm(i * spec_.nr + j); }
-  Ymm wreg(int j) const { return Ymm(spec_.mr * spec_.nr + j); }
-  Ymm bcast() const { return Ymm(spec_.mr * spec_.nr + spec_.nr); }
+  Vec acc(int i, int j) const { return Vec(i * spec_.nr + j); }
+  Vec wreg(int j) const { return Vec(spec_.mr * spec_.nr + j); }
+  Vec bcast() const { return Vec(spec_.mr * spec_.nr + spec_.nr); }
+
+  // vxorps on zmm needs AVX512DQ; vpxord is AVX512F.
+  void zero(const Vec& v) {
+    if constexpr (std::is_same_v<Vec, Zmm>) vpxord(v, v, v);
+    else vxorps(v, v, v);
+  }
 
   void load_weights(int j, const Address& a) {
     switch (spec_.wtype) {
@@ -39,7 +51,7 @@ class DenseAvx2 : public Emitter {
 
   void generate() {
     const int mr = spec_.mr, nr = spec_.nr;
-    const int64_t step_bytes = 8 * esize();
+    const int64_t step_bytes = kLanes * esize();
     const int64_t pstride = spec_.k * step_bytes;
     const Reg64 W = rax, KOFF = r9, CNT = r10, Y = rcx, LDY = r8;
     const Reg64 xr[6] = {rsi, r11, r12, r13, r14, r15};
@@ -55,12 +67,12 @@ class DenseAvx2 : public Emitter {
     if (spec_.accumulate) {
       mov(rbx, Y);
       for (int i = 0; i < mr; ++i) {
-        for (int j = 0; j < nr; ++j) vmovups(acc(i, j), ptr[rbx + j * 32]);
+        for (int j = 0; j < nr; ++j) vmovups(acc(i, j), ptr[rbx + j * kVecBytes]);
         if (i + 1 < mr) add(rbx, LDY);
       }
     } else {
       for (int i = 0; i < mr; ++i)
-        for (int j = 0; j < nr; ++j) vxorps(acc(i, j), acc(i, j), acc(i, j));
+        for (int j = 0; j < nr; ++j) zero(acc(i, j));
     }
 
     auto step = [&](int u) {
@@ -94,9 +106,9 @@ class DenseAvx2 : public Emitter {
     }
     for (int i = 0; i < mr; ++i) {
       for (int j = 0; j < nr; ++j) {
-        if (bias) vaddps(acc(i, j), acc(i, j), ptr[r10 + j * 32]);
-        if (resid) vaddps(acc(i, j), acc(i, j), ptr[r11 + j * 32]);
-        vmovups(ptr[Y + j * 32], acc(i, j));
+        if (bias) vaddps(acc(i, j), acc(i, j), ptr[r10 + j * kVecBytes]);
+        if (resid) vaddps(acc(i, j), acc(i, j), ptr[r11 + j * kVecBytes]);
+        vmovups(ptr[Y + j * kVecBytes], acc(i, j));
       }
       if (i + 1 < mr) {
         add(Y, LDY);
@@ -111,6 +123,9 @@ class DenseAvx2 : public Emitter {
 
 }  // namespace
 
-std::unique_ptr<Emitter> make_dense_avx2_emitter(const KernelSpec& spec) { return std::make_unique<DenseAvx2>(spec); }
+std::unique_ptr<Emitter> make_dense_emitter(const KernelSpec& spec) {
+  if (spec.isa == IsaPath::Avx512) return std::make_unique<DenseEmitter<Zmm>>(spec);
+  return std::make_unique<DenseEmitter<Ymm>>(spec);
+}
 
 }  // namespace ckjit::jit
