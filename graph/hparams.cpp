@@ -1,6 +1,6 @@
 #include "graph/hparams.h"
 
-#include "jit/weight_kernels.h"
+#include "jit/weight_types.h"
 #include "runtime/error.h"
 #include "runtime/quants/type_traits.h"
 
@@ -27,7 +27,7 @@ int64_t positive(const gguf::GgufFile& f, const std::string& key, uint32_t v) {
 
 bool is_matmul_type(TensorType t) {
   const quant::TypeTraits* traits = quant::type_traits(t);
-  return jit::weight_kernels(t) && traits && traits->llama_dot;  // the JIT path and the reference path
+  return jit::has_weight_kernels(t) && traits && traits->llama_dot;  // the JIT path and the reference path
 }
 
 Hparams read_hparams(const gguf::GgufFile& f) {
@@ -102,7 +102,7 @@ const gguf::TensorInfo* need(const gguf::GgufFile& f, const std::string& name, s
     if (!is_matmul_type(t->type.type))
       fail(f, "tensor '" + name + "' has type " + t->type.name +
                   ", which ckjit cannot multiply (supported: " + jit::jit_weight_type_names() + ")");
-    if (t->ne[0] % jit::weight_kernels(t->type.type)->block_elems != 0)
+    if (t->ne[0] % t->type.block_elems != 0)
       fail(f, "tensor '" + name + "': rows of " + std::to_string(t->ne[0]) + " are not whole super-blocks");
   } else if (t->type.type != TensorType::F32) {
     fail(f, "tensor '" + name + "' has type " + t->type.name + ", expected F32");

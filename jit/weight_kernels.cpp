@@ -1,5 +1,7 @@
 #include "jit/weight_kernels.h"
 
+#include <iterator>
+
 #include "jit/reference.h"
 #include "runtime/quants/quants.h"
 
@@ -33,7 +35,7 @@ PackedWeights repack_as(const void* blocks, int64_t n, int64_t k, int panel, int
   return F(static_cast<const Block*>(blocks), n, k, panel, threads);
 }
 
-const WeightKernels kRows[] = {
+constexpr WeightKernels kRows[] = {
     {TensorType::Q4_K, TensorType::Q8_K, quant::QK_K, block_bytes_of<Q4KPanelLayout>,
      repack_as<quant::BlockQ4_K, repack_q4_K>, ref_dot_q4k,
      make_q4k_avx2_emitter, make_q4k_avx512_emitter, make_q4k_amx_emitter},
@@ -48,18 +50,20 @@ const WeightKernels kRows[] = {
      make_q80_avx2_emitter, make_q80_avx512_emitter, make_q80_amx_emitter},
 };
 
+constexpr bool rows_follow_the_type_list() {
+  if (std::size(kRows) != std::size(kJitWeightTypes)) return false;
+  for (size_t i = 0; i < std::size(kRows); ++i)
+    if (kRows[i].wtype != kJitWeightTypes[i]) return false;
+  return true;
+}
+static_assert(rows_follow_the_type_list(), "one row per entry of kJitWeightTypes, in its order");
+
 }  // namespace
 
 const WeightKernels* weight_kernels(TensorType w) {
   for (const WeightKernels& row : kRows)
     if (row.wtype == w) return &row;
   return nullptr;
-}
-
-std::string jit_weight_type_names() {
-  std::string s;
-  for (const WeightKernels& row : kRows) s += std::string(s.empty() ? "" : ", ") + tensor_type_info(row.wtype).name;
-  return s;
 }
 
 }  // namespace ckjit::jit

@@ -9,6 +9,7 @@
 
 #include "jit/kernel_spec.h"
 #include "jit/packed_weights.h"
+#include "jit/weight_types.h"
 
 namespace ckjit::jit {
 
@@ -33,7 +34,5 @@ struct WeightKernels {
 
 // The row of weight type `w`, or nullptr when no JIT kernel multiplies it.
 const WeightKernels* weight_kernels(TensorType w);
-// "Q4_K, Q5_K, Q6_K, Q8_0": the weight types of the table, for error messages.
-std::string jit_weight_type_names();
 
 }  // namespace ckjit::jit

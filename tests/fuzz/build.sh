@@ -22,7 +22,7 @@ declare -A SOURCES=(
   [image]="$IMAGE_SOURCES $OUT/stb_decoder.o"
   [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
-  [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]}"
+  [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]} $(echo "$ROOT"/runtime/quants/*.cpp)"
   [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o"
 )
 TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request)

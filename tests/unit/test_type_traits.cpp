@@ -60,6 +60,7 @@ TEST_SUITE("quants") {
         CHECK(bool(q->to_float));
         for (int16_t off : q->f16_scale_offsets) CHECK(off + 2 <= tensor_type_info(t).block_bytes);
       }
+      CHECK(jit::has_weight_kernels(t) == (w != nullptr));  // the plain list hparams reads
       if (!w) continue;
       ++jit_types;
       CAPTURE(tensor_type_info(t).name);
