@@ -19,10 +19,9 @@ struct AttentionTile::Accumulators {
 
 AttentionTile::AttentionTile(IsaPath path, int64_t head_dim, int64_t panel_keys, const std::vector<int64_t>& block_keys,
                              float scale)
-    : P_(panel_cols(path)), mr_(path == IsaPath::Avx512 ? 6 : 4), nr_(path == IsaPath::Avx512 ? 4 : 3),
+    : P_(panel_cols(path)), mr_(dense_block(path).mr), nr_(dense_block(path).nr),
       head_dim_(head_dim), dpad_((head_dim + P_ - 1) / P_ * P_), panel_keys_(panel_keys), scale_(scale),
       score_fns_(size_t(kMaxMr * kMaxNr), nullptr), pv_fns_(size_t(kKeyBlock / 8 * kMaxMr * kMaxNr), nullptr) {
-  if (path != IsaPath::Avx2 && path != IsaPath::Avx512) throw Error("attention tile: op=dense runs on avx2 or avx512");
   if (head_dim % 8 != 0) throw Error("attention tile: head dim must be a multiple of 8");
   for (int mr = 1; mr <= mr_; ++mr)
     for (int nr = 1; nr <= nr_; ++nr)

@@ -63,7 +63,7 @@ class AttentionTile {
   void normalise(const TileRows& rows, const Accumulators& acc, float* out) const;
   GemmFn pv_kernel(int64_t nk, int mr, int nr) const;
   size_t pv_index(int64_t nk, int mr, int nr) const { return size_t(((nk / P_ - 1) * kMaxMr + mr - 1) * kMaxNr + nr - 1); }
-  int P_, mr_, nr_;  // avx2: 4 x 3 blocks; avx512: 6 x 4
+  int P_, mr_, nr_;  // jit::dense_block(path)
   int64_t head_dim_, dpad_, panel_keys_;
   float scale_;
   std::vector<GemmFn> score_fns_;  // [mr-1][nr-1]

@@ -47,6 +47,18 @@ void run_tile_reference(const KernelSpec& spec, const MatmulOperands& op, const 
   reference_kernel(spec, &a);
 }
 
+IsaPath widest_dense_path(const topo::Isa& isa) {
+  if (isa_runs(IsaPath::Avx512, isa)) return IsaPath::Avx512;
+  if (isa_runs(IsaPath::Avx2, isa)) return IsaPath::Avx2;
+  throw Error("op=dense needs at least AVX2 + FMA + F16C");
+}
+
+DenseBlock dense_block(IsaPath isa) {
+  if (isa == IsaPath::Avx512) return {6, 4};
+  if (isa == IsaPath::Avx2) return {4, 3};
+  throw Error(std::string("op=dense has no ") + isa_name(isa) + " path (it runs on avx2 or avx512)");
+}
+
 KernelSpec dense_spec(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep) {
   KernelSpec s;
   s.op = Op::Dense, s.wtype = wtype, s.atype = TensorType::F32, s.isa = isa;

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "jit/code_cache.h"
+#include "jit/isa_select.h"
 #include "jit/kernel_args.h"
 #include "jit/packed_weights.h"
 
@@ -44,6 +45,14 @@ void run_swiglu_to_q8k_tile(const JitKernel& swiglu, const JitKernel& quantize25
 // panels over kc elements of a K of k (the panel stride), from the code cache; Error if it cannot
 // run here. Both widths give the same bits (one FMA chain per output).
 GemmFn dense_kernel(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
+// The widest op=dense path that runs on `isa` (avx512 where it runs, else avx2; Error below AVX2).
+IsaPath widest_dense_path(const topo::Isa& isa);
+// The register block of an op=dense path: mr rows x nr panels (avx2: 4 x 3 of 16 ymm; avx512:
+// 6 x 4 of 32 zmm), the largest micro-tile that dense_block_problem accepts there.
+struct DenseBlock {
+  int mr, nr;
+};
+DenseBlock dense_block(IsaPath isa);
 // Its spec (for the scalar twin, jit::reference_dense).
 KernelSpec dense_spec(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, int64_t k, bool accumulate, Epilogue ep);
 

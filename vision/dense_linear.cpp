@@ -80,12 +80,11 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
 }
 
 void DenseLinear::choose_path(const topo::Isa& isa) {
-  path_ = jit::isa_paths(isa).front() == jit::IsaPath::Avx2 || !jit::isa_runs(jit::IsaPath::Avx512, isa)
-              ? jit::IsaPath::Avx2
-              : jit::IsaPath::Avx512;  // isa_paths throws below AVX2
+  path_ = jit::widest_dense_path(isa);
   panel_ = jit::panel_cols(path_);
-  mr_ = path_ == jit::IsaPath::Avx512 ? 6 : 4;
-  nr_ = path_ == jit::IsaPath::Avx512 ? 4 : 3;
+  const jit::DenseBlock block = jit::dense_block(path_);
+  mr_ = block.mr;
+  nr_ = block.nr;
   row_tile_ = (64 + mr_ - 1) / mr_ * mr_;
 }
 
@@ -150,10 +149,10 @@ void DenseLinear::build_kernels() {
 }
 
 std::vector<jit::GemmFn> DenseLinear::make_table(jit::IsaPath path, TensorType wtype, int64_t kc, int64_t k) {
-  const int max_mr = path == jit::IsaPath::Avx512 ? 6 : 4, max_nr = path == jit::IsaPath::Avx512 ? 4 : 3;
+  const jit::DenseBlock block = jit::dense_block(path);
   std::vector<jit::GemmFn> fns(size_t(kMaxMr * kMaxNr * 2 * 3), nullptr);
-  for (int mr = 1; mr <= max_mr; ++mr)
-    for (int nr = 1; nr <= max_nr; ++nr)
+  for (int mr = 1; mr <= block.mr; ++mr)
+    for (int nr = 1; nr <= block.nr; ++nr)
       for (int acc = 0; acc < 2; ++acc)
         for (jit::Epilogue ep : {jit::Epilogue::Store, jit::Epilogue::Bias, jit::Epilogue::BiasResidual})
           fns[table_index(mr, nr, acc != 0, ep)] = jit::dense_kernel(path, wtype, mr, nr, kc, k, acc != 0, ep);

@@ -133,15 +133,9 @@ std::vector<int64_t> full_block_keys(int64_t n_pad) {
 
 }  // namespace
 
-namespace {
-jit::IsaPath dense_path(const topo::Isa& isa) {
-  return jit::isa_runs(jit::IsaPath::Avx512, isa) ? jit::IsaPath::Avx512 : jit::IsaPath::Avx2;
-}
-}  // namespace
-
 VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa)
-    : n_(n), n_head_(n_head), dh_(head_dim), P_(jit::panel_cols(dense_path(isa))), n_pad_(round_up(n, P_)),
-      tile_(dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))),
+    : n_(n), n_head_(n_head), dh_(head_dim), P_(jit::panel_cols(jit::widest_dense_path(isa))), n_pad_(round_up(n, P_)),
+      tile_(jit::widest_dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))),
       dpad_(tile_.padded_dim()) {
   kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0);
   vp_.assign(size_t(n_head_ * n_pad_ * dpad_), 0);

@@ -105,6 +105,22 @@ TEST_CASE("op=dense specs: bad blocks and types are refused") {
   bad("op=gemm,w=q4_K,a=q8_K,isa=avx2,mr=4,nr=1,k=256,acc=1");          // acc is dense-only
 }
 
+TEST_CASE("op=dense paths: the widest path follows the ISA and each path's block is the largest it accepts") {
+  topo::Isa isa{};
+  CHECK_THROWS_AS(jit::widest_dense_path(isa), Error);  // below AVX2
+  isa.avx2 = isa.fma = isa.f16c = true;
+  CHECK(jit::widest_dense_path(isa) == jit::IsaPath::Avx2);
+  isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512vnni = true;
+  CHECK(jit::widest_dense_path(isa) == jit::IsaPath::Avx512);
+  for (jit::IsaPath path : {jit::IsaPath::Avx2, jit::IsaPath::Avx512}) {
+    CAPTURE(jit::isa_name(path));
+    const jit::DenseBlock b = jit::dense_block(path);
+    CHECK(jit::dense_block_problem(path, b.mr, b.nr) == "");
+    CHECK(jit::dense_block_problem(path, b.mr, b.nr + 1) != "");  // nr is at its bound for the mr chosen
+  }
+  CHECK_THROWS_AS(jit::dense_block(jit::IsaPath::Amx), Error);
+}
+
 TEST_CASE("DenseLinear: the documented float order / whatever the threads / tiles / K blocks and column tail") {
   // n = 37 (a partial last panel), k = 1500 (two K blocks of 750), m = 70 (past one 64-row tile).
   const int64_t n = 37, k = 1500, m = 70;
