@@ -85,7 +85,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
     ap.add_argument("--build", required=True)
-    ap.add_argument("--peer", required=True)
+    ap.add_argument("--peer", default=None, help="peer-cli to use (default: tools/peer.sh, which checks it runs the pair here)")
     ap.add_argument("--preset", default="2b", choices=["tiny", "2b", "4b", "8b"])
     ap.add_argument("--threads", type=int, default=0, help="0: ckjit's CPU budget")
     ap.add_argument("--rounds", type=int, default=3)
@@ -130,6 +130,9 @@ def main():
     if mem_kib / 2**20 < 2.5 * pair_gib + 1:
         sys.exit(f"compare: the {a.preset} pair ({pair_gib:.1f} GiB) needs about {2.5 * pair_gib + 1:.0f} GiB free; "
                  f"{mem_kib / 2**20:.1f} GiB available")
+    if not a.peer:  # the peer that runs this model here (tools/peer.sh says on stderr if it is not the default build)
+        a.peer = subprocess.run(["bash", os.path.join(a.root, "tools", "peer.sh"), model], check=True,
+                                stdout=subprocess.PIPE, text=True).stdout.strip()
     work = tempfile.mkdtemp(prefix="ckjit-compare-")
     page = os.path.join(work, "page.png")
     subprocess.run([os.path.join(a.build, "perf", "make_page"), page, str(a.page_side)], check=True)
@@ -148,6 +151,7 @@ def main():
     loads = [open("/proc/loadavg").read().strip()]
     print(f"machine: {info}")
     print(f"model: {model} | mmproj: {mmproj} | threads {T} | rounds {rounds} | load average {loads[0]}")
+    print(f"peer: {a.peer}" + (" (llama.cpp built without AMX: its AMX build crashes here, tools/peer.sh)" if "-noamx/" in a.peer else ""))
     roof0, roof_line = roofline()
     print(roof_line)
 
@@ -313,7 +317,8 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md = [f"## perf/compare {now}, commit {commit}{' (+ local changes)' if dirty else ''}, preset {a.preset}", "",
           f"Machine: `{info}`. Threads {T}, {rounds} rounds alternated ({', '.join(sides)}) in fresh processes; "
-          f"load average {loads[0].split(' ')[0]} at start, {loads[1].split(' ')[0]} at end. Peer: peer-cli (llama.cpp b10256 + mtmd).",
+          f"load average {loads[0].split(' ')[0]} at start, {loads[1].split(' ')[0]} at end. Peer: peer-cli (llama.cpp b10256 + mtmd"
+          + (", built without AMX: its AMX matmul crashes on this machine, tools/peer.sh" if "-noamx/" in a.peer else "") + ").",
           f"Ceilings measured in this run (bench_roofline, best of the runs before and after): int8 {roof['int8_gmacs']:.1f} GMAC/s, "
           f"f32 FMA {roof['f32_gmacs']:.1f} GMAC/s, bf16 {roof['bf16_gmacs']:.1f} GMAC/s, DRAM read {roof['dram_gbs']:.1f} GB/s.", "",
           "| case | " + " | ".join(f"{side} median (min-max) = / llama.cpp" for side in sides[:-1]) + " | llama.cpp median (min-max) |",
