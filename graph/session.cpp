@@ -35,11 +35,16 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
   if (!llama_attention && model_.options().linear.llama_prefill_order)
     throw Error("the tiled attention and llama.cpp's token-by-token order (llama_prefill_order, --llama-order) exclude each other", ErrorKind::invalid_argument);
   const KvLayout layout = llama_attention ? KvLayout::rows : KvLayout::panels;
-  // The tiled attention's kernels (no large buffer) come first: its scratch is part of the arena.
+  // The memory check first (the attention's scratch is part of the arena), then the tiled
+  // attention's kernels (no large buffer; their value-panel stride is the context's slots).
   const AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim, 1.0f / std::sqrt(float(hp.head_dim))};
-  if (!llama_attention) tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx));
-  att_scratch_per_worker_ = tiled_ ? tiled_->scratch_floats() : attention_scratch_floats(hp.head_dim, opt_.n_ctx);
+  att_scratch_per_worker_ =
+      llama_attention ? attention_scratch_floats(hp.head_dim, opt_.n_ctx) : TiledAttention::scratch_floats(shape);
   if (opt_.check_memory) check_memory_for(model_, opt_.n_ctx, opt_.n_ubatch, layout, pool_.size(), att_scratch_per_worker_);
+  if (!llama_attention) {
+    tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx));
+    if (tiled_->scratch_floats() != att_scratch_per_worker_) throw Error("tiled attention: scratch estimate differs");
+  }
   kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout);
 
   // Activation arena for chunks of up to n_ubatch rows.

@@ -22,16 +22,17 @@
 
 namespace ckjit::graph {
 
-// The attention's float order. llama: llama.cpp's flash-attention row path (f16 accumulator; the
-// default, so that ckjit stays within llama.cpp's envelope even where llama.cpp's batched and
-// one-token prompts agree to the bit). tiled: graph/tiled_attention.h (f32, 32 x 128 JIT tiles;
-// several times faster on long prompts; not bit-comparable with llama.cpp).
+// The attention's float order. tiled (the default): graph/tiled_attention.h (f32, 32 x 128 JIT
+// tiles over the panel KV cache; the same bits on every ISA path, several times faster on long
+// prompts; judged by llama.cpp's envelope, not bit-comparable with it). llama: llama.cpp's
+// flash-attention row path (f16 accumulator), for bit-parity tests with llama.cpp's rows and with
+// --llama-order.
 enum class AttentionOrder { llama, tiled };
 
 struct SessionOptions {
   int64_t n_ctx = 4096;
   int64_t n_ubatch = 512;  // rows per prefill chunk
-  AttentionOrder attention = AttentionOrder::llama;
+  AttentionOrder attention = AttentionOrder::tiled;
   // Refuse (Error) a context whose KV cache and activations exceed the memory this process may
   // still take (topology/memory.h) before allocating them.
   bool check_memory = true;

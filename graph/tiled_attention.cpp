@@ -29,6 +29,11 @@ std::vector<int64_t> causal_block_keys(int64_t n_pad) {
 }
 }  // namespace
 
+int64_t TiledAttention::scratch_floats(const AttentionShape& s) {
+  const int64_t group = s.n_head / s.n_head_kv, rows_cap = std::max<int64_t>(1, 32 / group) * group;
+  return jit::AttentionTile::scratch_floats(rows_cap, s.head_dim) + rows_cap * s.head_dim;  // head_dim: whole 8-dim panels
+}
+
 TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad)
     : s_(checked(s)),
       group_(s.n_head / s.n_head_kv),

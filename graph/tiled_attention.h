@@ -25,8 +25,10 @@ class TiledAttention {
  public:
   // Emits the kernels for this shape and a cache of n_pad slots (KvCache::n_pad()).
   TiledAttention(const AttentionShape& s, int64_t n_pad);
-  // Floats of scratch one worker needs.
-  int64_t scratch_floats() const { return tile_.scratch_floats(rows_cap_) + rows_cap_ * s_.head_dim; }
+  // Floats of scratch one worker needs; the static form before the kernels are emitted (a session
+  // checks its memory first).
+  static int64_t scratch_floats(const AttentionShape& s);
+  int64_t scratch_floats() const { return scratch_floats(s_); }
   // out[i] = attention of query row i (position slot pos0 + i; it sees cache slots [0, pos0 + i]) for
   // m rows of n_head*head_dim floats. scratch: scratch_floats() per worker.
   void run(Workers& pool, const float* q, int64_t m, int64_t pos0, const KvCache& kv, int64_t layer, float* out,

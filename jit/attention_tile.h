@@ -46,8 +46,9 @@ class AttentionTile {
   int panel() const { return P_; }
   // head_dim rounded up to whole value panels: the value panels hold padded_dim() / P dims of zeros past head_dim.
   int64_t padded_dim() const { return dpad_; }
-  // Floats of scratch one tile of up to max_rows rows needs.
-  int64_t scratch_floats(int64_t max_rows) const { return max_rows * (kKeyBlock + dpad_ + 2); }
+  // Floats of scratch one tile of up to max_rows rows needs (padded_dim: padded_dim()).
+  static int64_t scratch_floats(int64_t max_rows, int64_t padded_dim) { return max_rows * (kKeyBlock + padded_dim + 2); }
+  int64_t scratch_floats(int64_t max_rows) const { return scratch_floats(max_rows, dpad_); }
   // q: rows.count query rows of head_dim floats, ldq apart (rounded as the caller's contract wants);
   // kp: key panels of head_dim x P f16 (key j in panel j / P, keys padded to whole panels); vp:
   // padded_dim() / P value panels of panel_keys x P f16; out: row r at out + rows.offset(r).

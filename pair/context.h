@@ -24,7 +24,7 @@ struct ContextOptions {
   int64_t n_ctx = 4096;
   int64_t n_batch = 512;                 // prefill rows per chunk
   int image_min_tokens = 8, image_max_tokens = 4096;  // rows per image (llama.cpp's defaults)
-  graph::AttentionOrder attention = graph::AttentionOrder::llama;
+  graph::AttentionOrder attention = graph::AttentionOrder::tiled;
   bool check_memory = true;              // refuse KV cache, activations or an encode beyond the memory available
 };
 

@@ -96,7 +96,7 @@ def main():
     ap.add_argument("--cases", default="text,empty,page")
     ap.add_argument("--no-kernels", action="store_true", help="skip the Gate-Up SwiGLU kernel run (bench_kernels)")
     ap.add_argument("--also", action="append", default=[],
-                    help="another ckjit side: extra `ckjit run` flags, e.g. --also='--attention tiled' (repeatable)")
+                    help="another ckjit side: extra `ckjit run` flags, e.g. --also='--attention llama' (repeatable)")
     ap.add_argument("--report", default=None,
                     help="after the timed rounds, one more ckjit run per case with `ckjit run --report DIR/CASE` (not timed)")
     ap.add_argument("--no-append", action="store_true")

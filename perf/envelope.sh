@@ -5,7 +5,7 @@
 # the 16 top ids of each step, for ckjit's default and for each extra flag set given. A text
 # prompt of PP words, and (with an mmproj) the page at --image-max-tokens ROWS. Slow (the
 # one-token-per-batch prompt); never part of the tests.
-#   perf/envelope.sh MODEL.gguf [MMPROJ.gguf IMAGE] [-- "--attention tiled" ...]
+#   perf/envelope.sh MODEL.gguf [MMPROJ.gguf IMAGE] [-- "--attention llama" ...]
 # env: PP (512), STEPS (32), ROWS (256), T (2), CKJIT, PEER
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

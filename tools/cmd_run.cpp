@@ -111,8 +111,9 @@ int run_main(const std::vector<std::string>& args) {
       ("report", po::value<std::string>()->implicit_value(""),
        "print the bridge layout; with DIR also write there machine.json, phases.json, ops.csv (one row per op call), "
        "dtypes.csv, bridge.json and report.html (adds a ~0.3 s ceiling probe after the run)")
-      ("attention", po::value<std::string>()->default_value("llama"),
-       "attention float order: llama (llama.cpp's flash-attention rows, f16 accumulator) | tiled (f32 JIT tiles, faster on long prompts)")
+      ("attention", po::value<std::string>(),
+       "attention float order: tiled (default: f32 JIT tiles, the same bits on every CPU, faster on long prompts) | "
+       "llama (llama.cpp's flash-attention rows, f16 accumulator; the default with --llama-order)")
       ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
@@ -154,7 +155,8 @@ int run_main(const std::vector<std::string>& args) {
   const int n_predict = embedded_default && vm["n-predict"].defaulted() ? 32 : vm["n-predict"].as<int>();
   const int n_ctx = vm["ctx-size"].as<int>();
   const bool verbose = vm.count("verbose") > 0;
-  const std::string attention = vm["attention"].as<std::string>();
+  const std::string attention =
+      vm.count("attention") ? vm["attention"].as<std::string>() : vm.count("llama-order") ? "llama" : "tiled";
   if (attention != "llama" && attention != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + attention + "'");
   if (attention == "tiled" && vm.count("llama-order")) throw ckjit::Error("--attention tiled and --llama-order exclude each other");
   if (vm.count("llama-order") && vm.count("jit-decode")) throw ckjit::Error("--llama-order and --jit-decode exclude each other");

@@ -43,7 +43,7 @@ int xray_main(const std::vector<std::string>& args) {
       ("rows", po::value<std::string>(), "A:B: compare only rows A..B-1 (sequence positions; patches in the vision tower)")
       ("replay", po::value<std::string>(), "replay this checkpoint's op on the reference's inputs (default: the first failing one)")
       ("llama-order", "run ckjit with --llama-order")
-      ("attention", po::value<std::string>()->default_value("llama"), "ckjit's attention order: llama | tiled")
+      ("attention", po::value<std::string>(), "ckjit's attention order: tiled (default) | llama (the default with --llama-order)")
       ("json", "print the report as one JSON object")
       ("verbose,v", "every checkpoint's line, not only the verdict")
       ("help,h", "show this help");
@@ -81,7 +81,7 @@ int xray_main(const std::vector<std::string>& args) {
   r.n_ubatch = vm["batch-size"].as<int>();
   if (r.threads < 0 || r.n_ctx < 1 || r.n_ubatch < 1) throw ckjit::Error("-t must be >= 0, -c and -b at least 1");
   r.llama_order = vm.count("llama-order") > 0;
-  const std::string att = vm["attention"].as<std::string>();
+  const std::string att = vm.count("attention") ? vm["attention"].as<std::string>() : r.llama_order ? "llama" : "tiled";
   if (att != "llama" && att != "tiled") throw ckjit::Error("--attention must be llama or tiled, not '" + att + "'");
   r.attention = att == "tiled" ? ckjit::graph::AttentionOrder::tiled : ckjit::graph::AttentionOrder::llama;
   o.n_predict = vm["n-predict"].as<int>();

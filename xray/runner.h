@@ -25,7 +25,7 @@ struct RunnerOptions {
   int64_t n_ctx = 4096, n_ubatch = 512;
   int image_min_tokens = 8, image_max_tokens = 4096;
   bool llama_order = false;
-  graph::AttentionOrder attention = graph::AttentionOrder::llama;
+  graph::AttentionOrder attention = graph::AttentionOrder::tiled;
 };
 
 struct RunResult {

@@ -290,6 +290,7 @@ TEST_CASE("decoder: with llama_prefill_order a batched prompt equals token-by-to
   Workers pool(2);
   SessionOptions o;
   o.n_ctx = 32;
+  o.attention = AttentionOrder::llama;  // llama.cpp's order all the way: its row attention too
   ModelOptions llama;
   llama.linear.llama_prefill_order = true;
   TextEval batched(f, llama, o, pool);

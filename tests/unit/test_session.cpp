@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -126,11 +127,17 @@ TEST_CASE("the memory check's figure is the arena and KV cache the session then 
   SessionOptions so;
   so.n_ctx = 100;  // not a multiple of 8: the panel layout pads, the row layout does not
   so.n_ubatch = 16;
-  Session s(m, so, pool);
-  const SessionBytes b =
-      session_bytes(m, so.n_ctx, KvLayout::rows, so.n_ubatch, pool.size(), attention_scratch_floats(hp.head_dim, so.n_ctx));
-  CHECK(b.kv == double(s.kv_bytes()));
-  CHECK(b.activations == double(s.arena_bytes() + sizeof(float) * size_t(hp.n_vocab)));
+  const AttentionShape shape{hp.n_head, hp.n_head_kv, hp.head_dim, 1.0f / std::sqrt(float(hp.head_dim))};
+  for (AttentionOrder order : {AttentionOrder::tiled, AttentionOrder::llama}) {
+    CAPTURE(int(order));
+    so.attention = order;
+    Session s(m, so, pool);
+    const bool tiled = order == AttentionOrder::tiled;
+    const SessionBytes b = session_bytes(m, so.n_ctx, tiled ? KvLayout::panels : KvLayout::rows, so.n_ubatch, pool.size(),
+                                         tiled ? TiledAttention::scratch_floats(shape) : attention_scratch_floats(hp.head_dim, so.n_ctx));
+    CHECK(b.kv == double(s.kv_bytes()));
+    CHECK(b.activations == double(s.arena_bytes() + sizeof(float) * size_t(hp.n_vocab)));
+  }
   const KvCache panels(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels);
   CHECK(KvCache::bytes_for(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels) == double(panels.bytes()));
 }

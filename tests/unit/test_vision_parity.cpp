@@ -76,6 +76,7 @@ constexpr double kMinCos = 0.999;           // every tower, every row and slice
 constexpr double kMinCosFloat = 1 - 1e-5;   // towers with float (F16) weights only (see above)
 constexpr float kUlps = 16.0f;       // float32 resolution term of the rule, per logit (see above)
 constexpr float kOwnRowsMax = 4.0f;  // ckjit's own rows: max |ckjit - batched| (see above)
+constexpr float kMinJudgedEnvelope = 1e-3f;  // the tiled attention is judged by the rule where E reaches this
 
 const fs::path kDir = fs::path(CKJIT_FIXTURES_DIR) / "vision";
 
@@ -224,13 +225,16 @@ std::vector<std::pair<int, int>> grids(const Pair& p, const Fixture& f) {
 
 // ckjit's decoder fed the given projector rows through its bridge, as `ckjit run` does it (same
 // prompt text, same forced ids): the teacher-forced logits, [steps][n_vocab].
-std::vector<float> bridge_logits(const Pair& p, const Fixture& f, const std::vector<float>& rows, int64_t width) {
+std::vector<float> bridge_logits(const Pair& p, const Fixture& f, const std::vector<float>& rows, int64_t width,
+                                 graph::AttentionOrder attention) {
   const gguf::GgufFile file = gguf::GgufFile::open(p.model.string());
   const tok::Tokenizer tk(tok::vocab_from_gguf(file));
   const auto machine = topo::detect_machine();
   auto pool = Workers::for_budget(machine, std::max(1, machine.usable_cpus));
   const graph::TextModel model(file, graph::ModelOptions{}, *pool);
-  graph::Session session(model, graph::SessionOptions{}, *pool);
+  graph::SessionOptions so;
+  so.attention = attention;
+  graph::Session session(model, so, *pool);
   const auto g = grids(p, f);
   int64_t n_rows = 0;
   for (const auto& [nx, ny] : g) n_rows += int64_t(nx) * ny;
@@ -295,12 +299,18 @@ Distance distance(const std::vector<float>& lg, int64_t V, const PeerRun& r, con
   return d;
 }
 
-// ckjit's teacher-forced logits lg against run r. judged: the decoder rule (with the float32
-// resolution term), else only the loose kOwnRowsMax bound.
+// How a logits comparison is judged: by the decoder rule (with the float32 resolution term); by
+// the rule only where llama.cpp's own envelope is at least kMinJudgedEnvelope (a float order other
+// than llama.cpp's cannot meet a zero envelope: that is not a tolerance), else the loose bound; or
+// only by the loose kOwnRowsMax bound.
+enum class Judge { rule, rule_where_envelope, loose };
+
+// ckjit's teacher-forced logits lg against run r.
 void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& lg, int64_t V, const std::string& what,
-                    bool judged) {
+                  Judge how) {
   size_t e_at = 0;
   const float E = r.envelope(&e_at);
+  const bool judged = how == Judge::rule || (how == Judge::rule_where_envelope && E >= kMinJudgedEnvelope);
   const float tol = kFactor * E + kFloor;
   const Distance d = distance(lg, V, r, r.batched), dt = distance(lg, V, r, r.tbt);
   int clear = 0, agree = 0;
@@ -317,7 +327,9 @@ void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& 
                  << r.ids[0].size() << " ids) " << fmt(E) << " at step " << e_at << " | ckjit vs batched: D "
                  << fmt(d.max) << " (step " << d.step << ", id " << d.id << ") = " << fmt(ratio, 3) << " x E; "
                  << (judged ? "rule: D - " + fmt(kUlps) + " ulp = " + fmt(d.over) + " <= " + fmt(tol)
-                            : "not judged by the rule (own rows), bound " + fmt(kOwnRowsMax))
+                            : std::string(how == Judge::loose ? "not judged by the rule (own rows)"
+                                                              : "envelope below " + fmt(kMinJudgedEnvelope) + ": not judged by the rule") +
+                                  ", bound " + fmt(kOwnRowsMax))
                  << " | ckjit vs tbt: " << fmt(dt.max) << " (step " << dt.step << ") | top-1 " << agree << "/" << clear
                  << " where the margin is clear");
   if (judged) {
@@ -368,17 +380,25 @@ void check_case(const std::string& name) {
     CHECK_MESSAGE(rc.worst >= min_cos, name << ": projector row " << rc.row << " slice " << rc.slice << " has cosine "
                                             << fmt(rc.worst, 9) << " against mtmd's (< " << fmt(min_cos, 9)
                                             << (q8_tower ? ", Q8_0 tower)" : ", float tower)"));
-    judge_logits(f, r, ck.logits, V, "own rows (ckjit run)", false);
+    judge_logits(f, r, ck.logits, V, "own rows (ckjit run)", Judge::loose);
   }
   // The in-process bridge path is `ckjit run`'s: fed ckjit's own rows it gives the CLI's logits.
   const int64_t W = f.runs.front().width;
-  const std::vector<float> own = bridge_logits(p, f, ck.embd, W);
+  const std::vector<float> own = bridge_logits(p, f, ck.embd, W, graph::SessionOptions{}.attention);
   REQUIRE(own.size() == ck.logits.size());
   float same = 0;
   for (size_t i = 0; i < own.size(); ++i)
     if (const float x = std::fabs(own[i] - ck.logits[i]); !(x <= same)) same = x;
   CHECK_MESSAGE(same == 0.0f, name << ": the in-process bridge path is " << same << " from `ckjit run`'s logits");
-  for (const PeerRun& r : f.runs) judge_logits(f, r, bridge_logits(p, f, r.embd, r.width), V, "mtmd's rows via ckjit's bridge", true);
+  // The bridge fed mtmd's rows, in llama.cpp's attention order (the rule, also where llama.cpp's
+  // batched and one-row prompts agree to the bit) and in the default tiled order (the rule where
+  // llama.cpp's envelope is not ~0).
+  for (const PeerRun& r : f.runs) {
+    judge_logits(f, r, bridge_logits(p, f, r.embd, r.width, graph::AttentionOrder::llama), V,
+                 "mtmd's rows via ckjit's bridge, --attention llama", Judge::rule);
+    judge_logits(f, r, bridge_logits(p, f, r.embd, r.width, graph::AttentionOrder::tiled), V,
+                 "mtmd's rows via ckjit's bridge, tiled attention (default)", Judge::rule_where_envelope);
+  }
 }
 
 }  // namespace
