@@ -16,7 +16,7 @@ if [[ $# -ge 2 && "$1" != "--" ]]; then MMPROJ="$1"; IMAGE="$2"; shift 2; fi
 VARIANTS=("" "$@")
 PP="${PP:-512}"; STEPS="${STEPS:-32}"; ROWS="${ROWS:-256}"; T="${T:-2}"
 CKJIT="${CKJIT:-$ROOT/build/tools/ckjit}"
-PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
+PEER="${PEER:-$(bash "$ROOT/tools/peer.sh" "$MODEL")}"  # tools/peer.sh: one that runs MODEL here
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 python3 "$ROOT/perf/prompt_words.py" "$PP" >"$WORK/prompt.txt"
 echo "machine: $("$CKJIT" info | head -1)"

@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 CKJIT="$BUILD/tools/ckjit"
-PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
+PEER="${PEER:-$(bash "$ROOT/tools/peer.sh")}"  # set PEER on AMX machines where its AMX build crashes (tools/peer.sh MODEL)
 STEPS="${STEPS:-128}"
 MARGIN="${MARGIN:-0.05}"
 PEER_BATCH="${PEER_BATCH--b 1 -ub 1}"

@@ -9,7 +9,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODEL="$1"; T="${2:-2}"; PP="${3:-512}"; TG="${4:-64}"; ROUNDS="${5:-3}"
 CKJIT="${CKJIT:-$ROOT/build/tools/ckjit}"
-PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
+PEER="${PEER:-$(bash "$ROOT/tools/peer.sh" "$MODEL")}"  # tools/peer.sh: one that runs MODEL here
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 # A prompt of exactly PP tokens: random ids rendered to text would re-tokenize differently, so
 # repeat a short sentence and cut the token ids with ckjit itself.

@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODEL="$1"; MMPROJ="$2"; IMAGE="$3"; T="${4:-2}"; ROUNDS="${5:-3}"; TG="${6:-16}"
 CKJIT="${CKJIT:-$ROOT/build/tools/ckjit}"
-PEER="${PEER:-$(bash "$ROOT/../shared/peer/build.sh" 2>/dev/null)}"
+PEER="${PEER:-$(bash "$ROOT/tools/peer.sh" "$MODEL")}"  # tools/peer.sh: one that runs MODEL here
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 PROMPT="Read the text on this page."
 echo "machine: $("$CKJIT" info 2>/dev/null | head -1)"
