@@ -192,6 +192,11 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     lo.max_isa = p.max_isa ? p.max_isa : "";
     lo.use_profile = p.use_profile != 0;
     lo.plan_rows = core->n_batch;  // the sessions' default chunk: what their prefill runs
+    if (p.vision_precision) {
+      const std::string vp = p.vision_precision;
+      if (vp != "f32" && vp != "int8") raise(CKJIT_ERR_INVALID_ARGUMENT, "vision_precision must be NULL, \"f32\" or \"int8\"");
+      lo.vision_precision = vision::parse_precision(vp);
+    }
     lo.progress = progress;
     const auto t0 = Clock::now();
     core->pair = pair::Model::load(lo);

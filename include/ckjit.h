@@ -85,6 +85,10 @@ typedef struct ckjit_model_params {
    * mmproj*.gguf beside the model that fits it (none or several: CKJIT_ERR_BAD_MODEL listing what
    * was found); CKJIT_MMPROJ_FIND_IF_ANY the same, but text only when the folder has no mmproj*.gguf. */
   int32_t find_mmproj;
+  /* Also added in 0.2.x: how the vision tower multiplies. NULL or "f32" (default): f32 FMA, Q8_0
+   * dequantized; "int8": every matrix as Q8_0 (float ones quantized at load) times Q8_0 activation
+   * rows: faster, image rows within the tolerance perf/RESULTS.md states. Same bits on every CPU. */
+  const char* vision_precision;
 } ckjit_model_params;
 
 #define CKJIT_MMPROJ_NONE 0

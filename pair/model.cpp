@@ -53,7 +53,7 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
     check_pair(*vhp, m->mmproj_path_, text_hp, o.model_path);
   }
   // Before the repack (seconds on a large model): the weights' copies must fit.
-  if (o.check_memory) require_load_memory(*m->file_, m->mmproj_ ? &*m->mmproj_ : nullptr);
+  if (o.check_memory) require_load_memory(*m->file_, m->mmproj_ ? &*m->mmproj_ : nullptr, o.vision_precision);
   progress(0.1f);
   // The tokenizer (~80 ms to build) is built while the weights repack, on a thread started before
   // the pool pins this one (so it may run on any cpu).
@@ -85,7 +85,7 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   try {
     m->text_ = classify_errors(ErrorKind::bad_model, [&] { return std::make_unique<graph::TextModel>(file, mopt, *pool); });
     progress(0.7f);
-    if (vhp) m->vision_ = classify_errors(ErrorKind::bad_model, [&] { return std::make_unique<vision::VisionModel>(*m->mmproj_, m->isa_.isa, *pool); });
+    if (vhp) m->vision_ = classify_errors(ErrorKind::bad_model, [&] { return std::make_unique<vision::VisionModel>(*m->mmproj_, m->isa_.isa, *pool, o.vision_precision); });
     progress(0.9f);
   } catch (...) {
     tok_built.wait();  // it reads the file this frame owns

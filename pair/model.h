@@ -36,6 +36,8 @@ struct LoadOptions {
   int64_t plan_rows = 512;     // the prefill rows the plans are made for (the contexts' n_batch)
   bool allow_jit = true;       // false: the scalar reference for every weight
   bool llama_decode_order = true, llama_prefill_order = false;  // graph::LinearSetup
+  // How the vision tower multiplies (vision/vision_model.h).
+  vision::VisionPrecision vision_precision = vision::VisionPrecision::f32;
   // 0 .. 1 as the load goes; may throw to cancel it.
   std::function<void(float)> progress;
   // Workers that run the repacks (and that the caller keeps for its context); null: a pool of

@@ -24,9 +24,9 @@ void require_readable(const std::string& path, const char* what) {
   if (!f) throw Error(std::string("cannot open ") + what + " '" + path + "'", ErrorKind::io);
 }
 
-void require_load_memory(const gguf::GgufFile& text, const gguf::GgufFile* mmproj) {
+void require_load_memory(const gguf::GgufFile& text, const gguf::GgufFile* mmproj, vision::VisionPrecision precision) {
   const double text_bytes = graph::TextModel::load_bytes(text);
-  const double vision_bytes = mmproj ? vision::VisionModel::load_bytes(*mmproj) : 0.0;
+  const double vision_bytes = mmproj ? vision::VisionModel::load_bytes(*mmproj, precision) : 0.0;
   char what[160];
   std::snprintf(what, sizeof what, "the model's weights (text model %.0f MiB, vision tower %.0f MiB, repacked)", text_bytes / 1048576.0,
                 vision_bytes / 1048576.0);

@@ -7,6 +7,7 @@
 #include "graph/hparams.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "vision/vision_hparams.h"
+#include "vision/vision_model.h"
 
 namespace ckjit::pair {
 
@@ -20,6 +21,6 @@ void require_readable(const std::string& path, const char* what);
 
 // Error (out_of_memory) "not enough memory for the model's weights ..." when they do not fit;
 // mmproj may be null.
-void require_load_memory(const gguf::GgufFile& text, const gguf::GgufFile* mmproj);
+void require_load_memory(const gguf::GgufFile& text, const gguf::GgufFile* mmproj, vision::VisionPrecision precision);
 
 }  // namespace ckjit::pair

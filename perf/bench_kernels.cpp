@@ -7,7 +7,9 @@
 // ggml runs only after the ckjit team has ended, with the caller's original CPU set, so its
 // threads inherit neither the team's CPU-0 pinning nor a spinning worker next to them.
 //   bench_kernels [--threads 1,2] [--runs 5] [--only prefill|prefill-8b|prefill-2b|decode] [--mb 128] [--ggml-dir DIR]
-//                 [--isa avx512|avxvnni|avx2 (default: the best this CPU and CKJIT_MAX_ISA allow)]
+//                 [--isa amx|avx512|avxvnni|avx2 (default: the best of avx512 / avxvnni / avx2 allowed;
+//                  amx: the prefill SwiGLU on AMX-INT8 16-row tiles, decode on AVX-512 as Linear runs it,
+//                  percentages against the vpdpbusd zmm peak: there is no AMX peak probe)]
 //                 [--prefill-blocks mr=6,nr=2 (default per path)] [--decode-blocks mr=1,nr=1 (default: the planner's)]
 #include <algorithm>
 #include <cmath>
@@ -163,6 +165,7 @@ bool upload_case(GgmlCase& c) {
 }
 
 struct Shape { const char* name; int64_t m, n, k; };
+constexpr int kMaxThreads = 256;  // --threads beyond this are capped
 
 void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const std::vector<PeakResult>& peak_by_threads) {
   std::printf("\n== Gate-Up SwiGLU %s: M=%lld N=%lld (x2) K=%lld, %.1f G MAC ==\n", s.name, (long long)s.m,
@@ -180,7 +183,8 @@ void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const
   t0 = now_s();
   for (int64_t r = 0; r < s.m; ++r) quant::quantize_row_q8_K(xf.data() + r * s.k, xq.data() + r * nbk, s.k);
   const double quant_scalar_ms = (now_s() - t0) * 1e3;
-  const JitKernel& qk = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=" + isa + ",k=" + std::to_string(s.k)));
+  const std::string qisa = o.isa == IsaPath::Amx ? "avx512" : isa;  // AMX has no quantizer: AVX-512's bytes
+  const JitKernel& qk = global_code_cache().get(KernelSpec::parse("op=quantize,w=f32,a=q8_K,isa=" + qisa + ",k=" + std::to_string(s.k)));
   auto quantize = [&](Team& team) {
     team.run([&](int t) {
       QuantizeArgs a;
@@ -255,7 +259,7 @@ void bench_gate_up(const Options& o, const Shape& s, const GgmlPeer& peer, const
   }
 }
 
-void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_threads[3]) {
+void bench_decode(const Options& o, const GgmlPeer& peer, const std::vector<double>& dram_gbs_by_threads) {
   const int64_t n = 6144, k = 2048, layers = 28;
   std::printf("\n== Decode GEMV 2B: M=1 N=%lld K=%lld, %lld distinct weight copies (from DRAM) ==\n",
               (long long)n, (long long)k, (long long)layers);
@@ -268,7 +272,7 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
     gemv = planner::jit_spec_for(planner::plan_op({OpKind::gemv, TensorType::Q4_K, 1, n, k}, machine));
     sw = planner::jit_spec_for(planner::plan_op({OpKind::gate_up_swiglu, TensorType::Q4_K, 1, n, k}, machine));
   } else {
-    const std::string isa = isa_name(o.isa);
+    const std::string isa = isa_name(o.isa == IsaPath::Amx ? IsaPath::Avx512 : o.isa);  // no AMX GEMV: AVX-512, as Linear
     gemv = KernelSpec::parse("op=gemv,w=q4_K,a=q8_K,isa=" + isa + "," + o.decode_blocks + ",k=" + std::to_string(k));
     sw = KernelSpec::parse("op=swiglu,w=q4_K,a=q8_K,isa=" + isa + ",ep=swiglu," + o.decode_blocks + ",k=" + std::to_string(k));
   }
@@ -326,7 +330,7 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
   const bool zmm_reads = runtime_isa().avx512f;  // the probe's zmm loads need AVX-512 allowed, not the path timed
   for (int streams : {1, 2, 4}) probes.push_back(std::make_unique<planner::ReadLoop>(streams, zmm_reads));
   for (int nt : o.threads) {
-    double bw = dram_gbs_by_threads[nt];  // the best seen: the earlier probe or any pass in the window
+    double bw = dram_gbs_by_threads[size_t(nt)];  // the best seen: the earlier probe or any pass in the window
     std::vector<double> t_ck[2];
     std::vector<std::vector<double>> t_gg(cases.size()), ratio(cases.size());
     for (int r = 0; r <= o.runs; ++r) {  // round 0 warms up
@@ -351,7 +355,7 @@ void bench_decode(const Options& o, const GgmlPeer& peer, double dram_gbs_by_thr
       }
     }
     std::printf("DRAM read, best of the probe before the runs (%.1f GB/s) and %d passes interleaved with the kernels (%d thread%s): %.1f GB/s\n",
-                dram_gbs_by_threads[nt], o.runs, nt, plural(nt), bw);
+                dram_gbs_by_threads[size_t(nt)], o.runs, nt, plural(nt), bw);
     for (int fused = 0; fused < 2; ++fused) {
       double t = median(t_ck[fused]), b = bytes * (fused ? 2 : 1);
       std::printf("ckjit  %-29s %d thread%s: %7.1f us/matrix  %6.1f GB/s  %5.1f%% of DRAM read bandwidth (%.1f MB read)\n",
@@ -388,7 +392,7 @@ int main(int argc, char** argv) try {
       std::string v = next();
       for (size_t p = 0; p < v.size();) {
         size_t c = v.find(',', p);
-        o.threads.push_back(std::max(1, std::min(2, std::stoi(v.substr(p, c - p)))));
+        o.threads.push_back(std::max(1, std::min(kMaxThreads, std::stoi(v.substr(p, c - p)))));
         p = c == std::string::npos ? v.size() : c + 1;
       }
     } else if (a == "--runs") o.runs = std::max(1, std::stoi(next()));
@@ -399,16 +403,16 @@ int main(int argc, char** argv) try {
     else if (a == "--decode-blocks") o.decode_blocks = next();
     else if (a == "--ggml-dir") o.ggml_dir = next();
     else if (a == "--isa") forced_isa = next();
-    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--isa avx512|avxvnni|avx2] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)] [--ggml-dir DIR]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: bench_kernels [--threads 1,2] [--runs N] [--mb ROWS] [--only prefill|prefill-8b|prefill-2b|decode] [--no-ggml] [--isa amx|avx512|avxvnni|avx2] [--prefill-blocks mr=6,nr=2] [--decode-blocks mr=1,nr=1 (default: the planner's)] [--ggml-dir DIR]\n"); return 2; }
   }
   // The path timed: --isa, else the best of avx512 / avxvnni (VEX) / avx2 this process may run.
   const topo::Isa isa = runtime_isa();
-  const IsaPath paths[] = {IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2};
+  const IsaPath paths[] = {IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2, IsaPath::Amx};  // amx only when asked
   const IsaPath* path = std::find_if(std::begin(paths), std::end(paths), [&](IsaPath p) {
-    return forced_isa.empty() ? isa_runs(p, isa) : forced_isa == isa_name(p);
+    return forced_isa.empty() ? p != IsaPath::Amx && isa_runs(p, isa) : forced_isa == isa_name(p);
   });
   if (path == std::end(paths)) {
-    if (!forced_isa.empty()) { std::fprintf(stderr, "--isa must be avx512, avxvnni or avx2, not '%s'\n", forced_isa.c_str()); return 2; }
+    if (!forced_isa.empty()) { std::fprintf(stderr, "--isa must be amx, avx512, avxvnni or avx2, not '%s'\n", forced_isa.c_str()); return 2; }
     std::printf("ckjit's kernels need at least AVX2 + FMA + F16C; this CPU (or CKJIT_MAX_ISA) has %s\n", isa.to_string().c_str());
     return 0;
   }
@@ -419,21 +423,24 @@ int main(int argc, char** argv) try {
   }
   o.isa = *path;
   if (o.prefill_blocks.empty())  // the largest fast SwiGLU block of each path's registers
-    o.prefill_blocks = o.isa == IsaPath::Avx512 ? "mr=6,nr=2" : o.isa == IsaPath::AvxVnni ? "mr=4,nr=2" : "mr=2,nr=2";
+    o.prefill_blocks = o.isa == IsaPath::Amx      ? "mr=16,nr=2"
+                       : o.isa == IsaPath::Avx512 ? "mr=6,nr=2"
+                       : o.isa == IsaPath::AvxVnni ? "mr=4,nr=2"
+                                                   : "mr=2,nr=2";
   const planner::DotProbe probe = int8_probe(o.isa);
   std::printf("machine: %s\nisa: %s\nkernel path: %s (%s)\n", cpu_name().c_str(), isa.to_string().c_str(),
               isa_name(o.isa), forced_isa.empty() ? "the best this CPU allows" : "--isa");
   std::printf("load average at start: %s\n", load_average().c_str());
   std::printf("times: median of %d runs after a warm-up; peaks and bandwidth: best of 5 runs\n", o.runs);
-  std::vector<PeakResult> peak(3, PeakResult{0, 0, ""});
-  double dram[3] = {0, 0, 0};
+  std::vector<PeakResult> peak(size_t(kMaxThreads) + 1, PeakResult{0, 0, ""});
+  std::vector<double> dram(size_t(kMaxThreads) + 1, 0.0);
   for (int nt : o.threads) {
     Team team(nt);
     PeakResult p = int8_peak(team, probe);
     peak[size_t(nt)] = p;
-    dram[nt] = dram_read_gbs(team, size_t(1) << 30, isa.avx512f);
+    dram[size_t(nt)] = dram_read_gbs(team, size_t(1) << 30, isa.avx512f);
     std::printf("measured %d thread%s: %s peak %.1f GMAC/s (best with %d accumulators), DRAM read %.1f GB/s\n",
-                nt, nt > 1 ? "s" : " ", p.mix, p.gmacs, p.accs, dram[nt]);
+                nt, nt > 1 ? "s" : " ", p.mix, p.gmacs, p.accs, dram[size_t(nt)]);
   }
   Ggml ggml(o.ggml ? o.ggml_dir : std::string("(disabled)"), {"zen4", "icelake", "skylakex", "haswell", "x64"});
   peer.gg = ggml.ok() ? &ggml : nullptr;

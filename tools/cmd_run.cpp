@@ -114,6 +114,10 @@ int run_main(const std::vector<std::string>& args) {
       ("attention", po::value<std::string>(),
        "attention float order: tiled (default: f32 JIT tiles, the same bits on every CPU, faster on long prompts) | "
        "llama (llama.cpp's flash-attention rows, f16 accumulator; the default with --llama-order)")
+      ("vision-precision", po::value<std::string>()->default_value("f32"),
+       "how the vision tower multiplies: f32 (default; Q8_0 weights dequantized) | int8 (every matrix as Q8_0, float ones "
+       "quantized at load, times Q8_0 activation rows: faster, image rows within the tolerance in perf/RESULTS.md); "
+       "the same bits on every CPU either way")
       ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")
@@ -208,6 +212,7 @@ int run_main(const std::vector<std::string>& args) {
   lo.allow_jit = !vm.count("no-jit");
   lo.llama_decode_order = !vm.count("jit-decode");
   lo.llama_prefill_order = vm.count("llama-order") > 0;
+  lo.vision_precision = ckjit::vision::parse_precision(vm["vision-precision"].as<std::string>());
   // The pool `ckjit tune` measures with: pinned to the CPU budget, blocking waits under a quota;
   // it repacks the weights and then runs the context.
   auto pool = ckjit::Workers::for_budget(machine, want_threads);

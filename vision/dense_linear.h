@@ -21,10 +21,11 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/op_profile.h"
 #include "topology/isa.h"
+#include "vision/vision_matmul.h"
 
 namespace ckjit::vision {
 
-class DenseLinear {
+class DenseLinear final : public VisionMatmul {
  public:
   // w: [k, n] (ne order: ne[0] = k contiguous); bias: [n] F32. Error for other types or shapes.
   DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads);
@@ -34,26 +35,27 @@ class DenseLinear {
   DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
               const topo::Isa& isa, int threads, TensorType packed = TensorType::F32);
 
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
+  int64_t n() const override { return n_; }
+  int64_t k() const override { return k_; }
   TensorType input_type() const { return round_; }
-  std::string describe() const;
+  std::string describe() const override;
   // The MACs and packed-weight bytes of an m-row matmul (for the op profile).
-  OpWork work(int64_t m) const {
+  OpWork work(int64_t m) const override {
     return {double(m) * double(n_) * double(k_), double(n_) * double(k_) * (wtype_ == TensorType::F32 ? 4.0 : 2.0)};
   }
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const override { return name_; }
   // What matmul() and prepare() run, for the per-call report (ckjit run --report); built at load.
-  const OpDesc* op_desc() const { return &desc_; }
-  const OpDesc* prepare_desc() const { return &prepare_desc_; }
+  const OpDesc* op_desc() const override { return &desc_; }
+  const OpDesc* prepare_desc() const override { return &prepare_desc_; }
+  double packed_bytes() const override { return double(w_.bytes()); }
 
   // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
-  void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const;
+  void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const override;
   // y[r] = W xr[r] + b (+ residual[r]); xr dense m x k (from prepare), y rows ldy floats apart,
   // residual rows ldr apart; residual may not alias y (y holds partial sums while K blocks run).
   void matmul(Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual = nullptr,
-              int64_t ldr = 0) const;
+              int64_t ldr = 0) const override;
 
  private:
   void pack(const float* rows_f32, const uint16_t* rows_16, int threads);

@@ -9,6 +9,7 @@
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/int8_linear.h"
 
 namespace ckjit::vision {
 namespace {
@@ -17,9 +18,16 @@ const float* f32_data(const gguf::GgufFile& f, const std::string& name) {
   return reinterpret_cast<const float*>(f.tensor(name).data);
 }
 
-std::unique_ptr<DenseLinear> dense(const gguf::GgufFile& f, const std::string& w, const std::string& b, const topo::Isa& isa,
-                                   int threads) {
-  return std::make_unique<DenseLinear>(f.tensor(w), f.tensor(b), isa, threads);
+// Whether a matrix of this type runs in int8 under `precision`.
+bool runs_int8(const gguf::TensorInfo& t, VisionPrecision precision) {
+  return precision == VisionPrecision::int8 && Int8Linear::supports(t);
+}
+
+std::unique_ptr<VisionMatmul> matmul(const gguf::GgufFile& f, const std::string& w, const std::string& b, const topo::Isa& isa,
+                                     int threads, VisionPrecision precision) {
+  const gguf::TensorInfo& t = f.tensor(w);
+  if (runs_int8(t, precision)) return std::make_unique<Int8Linear>(t, f.tensor(b), isa, threads);
+  return std::make_unique<DenseLinear>(t, f.tensor(b), isa, threads);
 }
 
 // A GGUF matrix of any vision type as f32 rows (n rows of k).
@@ -36,7 +44,17 @@ void grow(std::vector<float>& v, int64_t n) {
 
 }  // namespace
 
-VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool)
+const char* precision_name(VisionPrecision p) {
+  return p == VisionPrecision::int8 ? "int8" : "f32";
+}
+
+VisionPrecision parse_precision(const std::string& text) {
+  if (text == "f32") return VisionPrecision::f32;
+  if (text == "int8") return VisionPrecision::int8;
+  throw Error("unknown vision precision '" + printable_ascii(text) + "' (f32 or int8)", ErrorKind::invalid_argument);
+}
+
+VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool, VisionPrecision precision)
     : hp_(read_vision_hparams(f)), isa_(isa) {
   const int threads = pool.size();
   const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
@@ -63,23 +81,23 @@ VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers&
     Layer L;
     L.ln1_w = f32_data(f, b + "ln1.weight"), L.ln1_b = f32_data(f, b + "ln1.bias");
     L.ln2_w = f32_data(f, b + "ln2.weight"), L.ln2_b = f32_data(f, b + "ln2.bias");
-    L.qkv = dense(f, b + "attn_qkv.weight", b + "attn_qkv.bias", isa, threads);
-    L.out = dense(f, b + "attn_out.weight", b + "attn_out.bias", isa, threads);
-    L.up = dense(f, b + "ffn_up.weight", b + "ffn_up.bias", isa, threads);
-    L.down = dense(f, b + "ffn_down.weight", b + "ffn_down.bias", isa, threads);
+    L.qkv = matmul(f, b + "attn_qkv.weight", b + "attn_qkv.bias", isa, threads, precision);
+    L.out = matmul(f, b + "attn_out.weight", b + "attn_out.bias", isa, threads, precision);
+    L.up = matmul(f, b + "ffn_up.weight", b + "ffn_up.bias", isa, threads, precision);
+    L.down = matmul(f, b + "ffn_down.weight", b + "ffn_down.bias", isa, threads, precision);
     for (const char* t : {"attn_qkv.weight", "attn_out.weight", "ffn_up.weight", "ffn_down.weight"})
       gguf::release_pages(f.tensor(b + t));
     layers_.push_back(std::move(L));
   }
   main_.norm_w = f32_data(f, "v.post_ln.weight"), main_.norm_b = f32_data(f, "v.post_ln.bias");
-  main_.fc1 = dense(f, "mm.0.weight", "mm.0.bias", isa, threads);
-  main_.fc2 = dense(f, "mm.2.weight", "mm.2.bias", isa, threads);
+  main_.fc1 = matmul(f, "mm.0.weight", "mm.0.bias", isa, threads, precision);
+  main_.fc2 = matmul(f, "mm.2.weight", "mm.2.bias", isa, threads, precision);
   for (int64_t l : hp_.deepstack_layers) {
     const std::string b = "v.deepstack." + std::to_string(l) + ".";
     Merger m;
     m.norm_w = f32_data(f, b + "norm.weight"), m.norm_b = f32_data(f, b + "norm.bias");
-    m.fc1 = dense(f, b + "fc1.weight", b + "fc1.bias", isa, threads);
-    m.fc2 = dense(f, b + "fc2.weight", b + "fc2.bias", isa, threads);
+    m.fc1 = matmul(f, b + "fc1.weight", b + "fc1.bias", isa, threads, precision);
+    m.fc2 = matmul(f, b + "fc2.weight", b + "fc2.bias", isa, threads, precision);
     deepstack_.push_back(std::move(m));
     for (const char* t : {"fc1.weight", "fc2.weight"}) gguf::release_pages(f.tensor(b + t));
   }
@@ -107,7 +125,7 @@ std::vector<std::string> VisionModel::describe() const {
   out.push_back(buf);
   out.push_back(patch_->describe());
   const Layer& l0 = layers_.front();
-  for (const DenseLinear* d : {l0.qkv.get(), l0.out.get(), l0.up.get(), l0.down.get(), main_.fc1.get(), main_.fc2.get()})
+  for (const VisionMatmul* d : {l0.qkv.get(), l0.out.get(), l0.up.get(), l0.down.get(), main_.fc1.get(), main_.fc2.get()})
     out.push_back(d->describe() + (d == main_.fc1.get() || d == main_.fc2.get() ? "" : " (every layer alike)"));
   return out;
 }
@@ -130,10 +148,14 @@ void VisionModel::merge(Workers& pool, const Merger& m, bool norm_before_groupin
   m.fc2->matmul(pool, xr.data(), rows, out, ldo);
 }
 
-double VisionModel::load_bytes(const gguf::GgufFile& file) {
+double VisionModel::load_bytes(const gguf::GgufFile& file, VisionPrecision precision) {
   double bytes = 0;
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (t.n_dims < 2) continue;
+    if (t.n_dims == 2 && runs_int8(t, precision) && std::string(t.name).rfind("v.patch_embd", 0) != 0) {
+      bytes += Int8Linear::packed_bytes_for(t.ne[1], t.ne[0]);
+      continue;
+    }
     const bool half = t.type.type == TensorType::F16 || t.type.type == TensorType::BF16;
     bytes += double(t.n_elements) * (half ? 2.0 : 4.0);
   }

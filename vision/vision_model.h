@@ -3,7 +3,8 @@
 // graph::TextModel. encode() turns one preprocessed image into its projector rows: patch embedding
 // (the two temporal kernels summed once at load), the interpolated position table, n_layer blocks
 // of LayerNorm / QKV / 2D RoPE / full attention / output / LayerNorm / GELU MLP, the deepstack
-// mergers after their layers, the main merger. Every matmul is a DenseLinear (JIT, repacked once).
+// mergers after their layers, the main merger. Every matmul is a VisionMatmul (JIT, repacked once):
+// which one each matrix gets is decided at load by the VisionPrecision.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "runtime/tap.h"
 #include "topology/isa.h"
 #include "vision/dense_linear.h"
+#include "vision/vision_matmul.h"
 #include "vision/vision_hparams.h"
 #include "vision/vision_ops.h"
 
@@ -31,13 +33,28 @@ struct ImageEmbedding {
   int64_t n_rows() const { return int64_t(nx) * ny; }
 };
 
+// How the tower's matrices are multiplied, chosen once at load per matrix (the patch embedding,
+// whose two temporal kernels are summed in f32 at load, always runs DenseLinear).
+// f32 is the default: a Q8_0 mmproj in int8 (Q8_0 activations, as llama.cpp's vec_dot type) was
+// measured further from llama.cpp's image rows than its f32 (1 - cos 1.75e-4 vs 1.3e-4, fixture
+// q80-grey), so int8 stays a speed option with its stated tolerance (perf/RESULTS.md).
+enum class VisionPrecision {
+  f32,   // every matrix in f32 FMA panels (Q8_0 dequantized losslessly)
+  int8,  // every matrix whose K is whole Q8_0 blocks in int8: float ones quantized to Q8_0 at load
+};
+const char* precision_name(VisionPrecision p);
+// "f32", "int8"; Error otherwise.
+VisionPrecision parse_precision(const std::string& text);
+
 class VisionModel {
  public:
-  VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, Workers& pool);
+  VisionModel(const gguf::GgufFile& file, const topo::Isa& isa, Workers& pool,
+              VisionPrecision precision = VisionPrecision::f32);
   ~VisionModel();
   // The memory the constructor takes besides the file's mapping: every matrix repacked into
-  // panels, F16 / BF16 kept at 2 bytes, F32 and Q8_0 (dequantized) at 4; for a check before loading.
-  static double load_bytes(const gguf::GgufFile& file);
+  // panels (F16 / BF16 kept at 2 bytes, F32 and dequantized Q8_0 at 4, int8 Q8_0 panels at ~1.25);
+  // for a check before loading.
+  static double load_bytes(const gguf::GgufFile& file, VisionPrecision precision = VisionPrecision::f32);
 
   const VisionHparams& hparams() const { return hp_; }
   // Preprocessing for this tower (patch, merge, mean/std from the file) with a token budget.
@@ -52,16 +69,16 @@ class VisionModel {
   double encode_bytes(int64_t n_patches) const;
   // The GGUF weight tensor each matmul was built from and its op (vision_linears.cpp): the dtype
   // report of ckjit run --report. The patch kernel appears under both temporal tensors.
-  std::vector<std::pair<std::string, const DenseLinear*>> linears_by_tensor() const;
+  std::vector<std::pair<std::string, const VisionMatmul*>> linears_by_tensor() const;
 
  private:
   struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
-    std::unique_ptr<DenseLinear> qkv, out, up, down;
+    std::unique_ptr<VisionMatmul> qkv, out, up, down;
   };
   struct Merger {
     const float *norm_w, *norm_b;  // over C (main merger: post_ln, before grouping) or 4C (deepstack)
-    std::unique_ptr<DenseLinear> fc1, fc2;
+    std::unique_ptr<VisionMatmul> fc1, fc2;
   };
   void merge(Workers& pool, const Merger& m, bool norm_before_grouping, const float* z, int64_t n, float* out,
              int64_t ldo, std::vector<float>& a, std::vector<float>& xr, std::vector<float>& h, OpProfile* prof,

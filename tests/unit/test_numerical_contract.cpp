@@ -2,9 +2,12 @@
 // CKJIT_MAX_ISA this CPU runs and at every thread count, for prefill and decode. Compared byte for
 // byte on --dump-logits of a teacher-forced run: the prompt is one batched prefill, the forced steps
 // are decode steps. Caps this CPU cannot run are named in the output; on an AVX2-only CPU the test
-// still compares thread counts.
+// still compares thread counts. The image rows are compared for both vision precisions (f32, the
+// default, and the opt-in int8).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -93,15 +96,19 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
     if (jit::isa_runs(p, cpu)) caps.push_back(jit::isa_name(p));
     else MESSAGE("CKJIT_MAX_ISA=" << jit::isa_name(p) << " not compared: this CPU lacks it");
   }
+  // Both vision precisions: the default f32 and the opt-in int8 (each its own reference).
+  std::string rows_of[2];
+  for (int precision = 0; precision < 2; ++precision) {
+  const std::string flag = precision == 0 ? "" : " --vision-precision int8";
   std::string first_rows, first_logits, first_name;
   for (const std::string& cap : caps)
     for (int t : {1, 2, 3}) {
-      const std::string name = "cap " + cap + ", " + std::to_string(t) + " threads";
+      const std::string name = "cap " + cap + ", " + std::to_string(t) + " threads" + flag;
       CAPTURE(name);
       CliResult r = run_ckjit("run -m '" + (dir / "v-Q4_K_M.gguf").string() + "' --mmproj '" + (dir / "mmproj-v-f16.gguf").string() +
                                   "' --image '" + img.string() + "' -p 'What does it say?' --force '" + (dir / "forced.txt").string() +
                                   "' --dump-embd '" + (dir / "rows.f32").string() + "' --dump-logits '" + (dir / "lg.f32").string() +
-                                  "' -t " + std::to_string(t),
+                                  "' -t " + std::to_string(t) + flag,
                               "CKJIT_MAX_ISA=" + cap);
       REQUIRE_MESSAGE(r.status == 0, r.output);
       const std::string rows = slurp(dir / "rows.f32"), logits = slurp(dir / "lg.f32");
@@ -115,6 +122,23 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
       CHECK(rows == first_rows);
       CHECK(logits == first_logits);
     }
+  rows_of[precision] = first_rows;
+  }
+  // int8's stated tolerance: every row slice within cosine 0.999 of the f32 rows (perf/RESULTS.md
+  // has the 2b page's figure), and not equal to them (the mode really changed the arithmetic).
+  REQUIRE(rows_of[0].size() == rows_of[1].size());
+  const float* a = reinterpret_cast<const float*>(rows_of[0].data());
+  const float* b = reinterpret_cast<const float*>(rows_of[1].data());
+  const size_t E = 256, slices = rows_of[0].size() / 4 / E;
+  double worst = 1.0;
+  for (size_t s = 0; s < slices; ++s) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = s * E; i < (s + 1) * E; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+    worst = std::min(worst, ab / std::sqrt(aa * bb));
+  }
+  MESSAGE("--vision-precision int8 against f32: worst row-slice cosine " << worst);
+  CHECK(worst >= 0.999);
+  CHECK(rows_of[0] != rows_of[1]);
   fs::remove_all(dir);
 }
 }  // TEST_SUITE

@@ -149,6 +149,9 @@ TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exi
     expect(run_args(p, "--image " + q(p.dir / "bomb.png")), "claims 30000 x 30000");
   }
   SUBCASE("a missing image") { expect(run_args(p, "--image " + q(p.dir / "none.png")), "none.png"); }
+  SUBCASE("an unknown vision precision") {
+    expect(run_args(p, "--image " + q(p.image("square-64.png")), "--vision-precision bf8"), "unknown vision precision 'bf8' (f32 or int8)");
+  }
   SUBCASE("an mmproj of another architecture") {
     expect("run -m " + q(p.model) + " --mmproj " + q(p.model) + " --image " + q(p.image("square-64.png")) + " -p x",
            "is not an mmproj");

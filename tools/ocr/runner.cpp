@@ -38,6 +38,7 @@ class Engine {
     ckjit_model_params mp;
     ckjit_model_params_default(&mp);
     mp.n_threads = o_.threads;
+    mp.vision_precision = o_.vision_precision.c_str();
     mp.n_ctx = o_.n_ctx;
     mp.use_profile = 1;
     mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model

@@ -20,6 +20,7 @@ struct OcrOptions {
   std::string prompt = "Transcribe all the text on this page.";
   int n_predict = 256;
   int threads = 0;                 // 0: the machine's CPU budget
+  std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
   int n_ctx = 4096;
   int image_min_tokens = 8, image_max_tokens = 4096;
   float temp = 0.0f;

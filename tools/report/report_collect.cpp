@@ -60,7 +60,7 @@ std::vector<TensorRow> text_tensor_rows(const gguf::GgufFile& f, const graph::Te
 }
 
 std::vector<TensorRow> vision_tensor_rows(const gguf::GgufFile& f, const vision::VisionModel& v) {
-  std::map<std::string, const vision::DenseLinear*> linear;
+  std::map<std::string, const vision::VisionMatmul*> linear;
   for (const auto& [name, d] : v.linears_by_tensor()) linear[name] = d;
   std::vector<TensorRow> rows;
   for (const gguf::TensorInfo& t : f.tensors()) {

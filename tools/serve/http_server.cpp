@@ -34,6 +34,7 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   mp.n_ctx = o.n_ctx;
   mp.use_profile = o.use_profile ? 1 : 0;
   mp.max_isa = o.max_isa.empty() ? nullptr : o.max_isa.c_str();
+  mp.vision_precision = o.vision_precision.c_str();
   mp.n_batch = o.n_batch;
   // Without --mmproj: the projector beside the model when its folder has one, else text only.
   mp.find_mmproj = CKJIT_MMPROJ_FIND_IF_ANY;

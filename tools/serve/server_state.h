@@ -25,6 +25,7 @@ struct ServerOptions {
   int http_threads = 0;  // 0: enough for the sessions and a queue
   bool use_profile = true;
   std::string max_isa;
+  std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
   RequestLimits limits;
 };
 
