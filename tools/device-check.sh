@@ -24,7 +24,7 @@ case "${1:-}" in
     rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/lib"
     for b in tests/ckjit_tests perf/bench_kernels tools/ckjit; do
       cp "$ROOT/build/$b" "$PACK/bin/"
-      ldd "$ROOT/build/$b" | awk '/=> \//{print $3} /^\s*\/.*ld-linux/{print $1}' | while read -r lib; do
+      ldd "$ROOT/build/$b" | grep -o '/[^ ]*' | while read -r lib; do
         cp -L "$lib" "$PACK/lib/" 2>/dev/null || true
       done
     done
@@ -45,10 +45,10 @@ case "${1:-}" in
     fi
     echo "== AMX test cases (ckjit_tests -tc='$CASES')"
     on ckjit_tests -tc="$CASES"
-    all=$(nproc)
+    threads=2; [ "$(nproc)" -gt 2 ] && threads="2,$(nproc)"
     for isa in amx avx512; do
-      echo "== bench_kernels --isa $isa --only prefill-2b --threads 2,$all"
-      on bench_kernels --isa "$isa" --only prefill-2b --threads "2,$all" --runs 5 --no-ggml
+      echo "== bench_kernels --isa $isa --only prefill-2b --threads $threads"
+      on bench_kernels --isa "$isa" --only prefill-2b --threads "$threads" --runs 5 --no-ggml
     done
     echo "device-check: done in $(( $(date +%s) - start )) s"
     ;;
