@@ -1,6 +1,7 @@
 #include "graph/linear.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "graph/layer_ops.h"
 #include "jit/executor.h"
@@ -140,8 +141,20 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
       lp->note_fallback(shape, e.what());
     }
   }
+  // A plan names its path (the planner picks AVX-512 over AMX unless a tuned AMX tiling says
+  // otherwise): the paths before it are passed over rather than run with fixed blocks.
+  std::optional<jit::IsaPath> planned_path;
+  if (plan) {
+    try {
+      planned_path = planner::jit_spec_for(*plan).isa;
+    } catch (const Error&) {
+      // no spec for this plan: noted below when it is tried
+    }
+  }
+  const bool planned_here = planned_path && std::find(paths.begin(), paths.end(), *planned_path) != paths.end();
   for (jit::IsaPath path : paths) {
     if (path == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) continue;  // fewer rows than a tile: AVX-512, as planned
+    if (planned_here && path != *planned_path) continue;
     OpKernels out;
     if (plan) {
       try {

@@ -26,7 +26,8 @@ void set_jit_traits(const topo::Isa& isa, TensorType wtype, KernelTraits& k) {
   if (!has_kernels || !(avx512 || isa.avx2)) return;
   k.jit = true;
   // Without AVX-512 the 8-lane kernels run, with vpdpbusd where the CPU has AVX-VNNI. AMX tiles
-  // serve ops of 16 rows or more (the planner moves shorter ones to AVX-512: make_context).
+  // serve ops of 16 rows or more, and only where a tuned profile chose them (the planner plans
+  // AVX-512 otherwise: make_context).
   k.jit_isa = jit::isa_runs(jit::IsaPath::Amx, isa)      ? jit::IsaPath::Amx
               : avx512                                    ? jit::IsaPath::Avx512
               : jit::isa_runs(jit::IsaPath::AvxVnni, isa) ? jit::IsaPath::AvxVnni

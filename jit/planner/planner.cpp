@@ -46,13 +46,18 @@ struct Context {
   int max_threads = 1;
 };
 
-Context make_context(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts) {
+// amx: plan for AMX tiles where the machine has them and the op has a tile's rows. Only a tuned
+// profile's AMX tiling (mr = kAmxTileRows) or a tune candidate asks for them: the cost model's own
+// pick is the AVX-512 kernels of the same panels, measured faster than the AMX ones (Gate-Up
+// SwiGLU, 2 threads: 1.25x on Sapphire and Emerald Rapids at the 2B shape, 1.40x at the 8B one;
+// at 16 threads within 6% either way: perf/RESULTS.md), since the K-quant AMX kernels stage weight
+// tiles and per-block scales through memory.
+Context make_context(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts, bool amx = false) {
   validate(shape);
   Context c;
   c.shape = shape;
   c.kernel = kernel_traits(m.isa, shape.wtype);
-  // Fewer rows than an AMX tile (decode, short chunks): the AVX-512 kernels, as Linear picks them.
-  if (c.kernel.jit && c.kernel.jit_isa == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) {
+  if (c.kernel.jit && c.kernel.jit_isa == jit::IsaPath::Amx && !(amx && jit::amx_serves_rows(shape.m))) {
     topo::Isa no_amx = m.isa;
     no_amx.amx_usable = no_amx.amx_int8 = no_amx.amx_tile = no_amx.amx_bf16 = false;
     c.kernel = kernel_traits(no_amx, shape.wtype);
@@ -300,9 +305,10 @@ Plan plan_op(const OpShape& shape, const topo::Machine& m, const PlannerOptions&
   return p;
 }
 
-std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts,
-                                  std::size_t max_candidates) {
-  Context c = make_context(shape, m, opts);
+namespace {
+
+// The candidates of one context (one ISA path): the model's pick first.
+std::vector<Plan> candidates_in(const Context& c, const PlannerOptions& opts, std::size_t max_candidates) {
   std::vector<Scored> all;
   auto per = best_per_threads(c, opts.allow_smt, &all);
   std::sort(all.begin(), all.end(), better);
@@ -341,8 +347,22 @@ std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, 
   return plans;
 }
 
+}  // namespace
+
+std::vector<Plan> plan_candidates(const OpShape& shape, const topo::Machine& m, const PlannerOptions& opts,
+                                  std::size_t max_candidates) {
+  std::vector<Plan> plans = candidates_in(make_context(shape, m, opts), opts, max_candidates);
+  const Context amx = make_context(shape, m, opts, true);
+  if (amx.kernel.jit_isa != jit::IsaPath::Amx || max_candidates < 2) return plans;
+  // AMX tiles are measured too: about half the candidates, the AMX model's pick among them.
+  std::vector<Plan> tiles = candidates_in(amx, opts, max_candidates / 2);
+  plans.resize(std::min(plans.size(), max_candidates - tiles.size()));
+  for (Plan& p : tiles) plans.push_back(std::move(p));
+  return plans;
+}
+
 Plan plan_for_tiling(const OpShape& shape, const Tiling& tiling, const topo::Machine& m, const PlannerOptions& opts) {
-  Context c = make_context(shape, m, opts);
+  Context c = make_context(shape, m, opts, tiling.mr == jit::kAmxTileRows);  // AMX tiles are 16 rows high
   if (tiling.threads > c.budget.max_threads)
     throw Error("tiling wants " + std::to_string(tiling.threads) + " threads; the CPU budget is " +
                 std::to_string(c.budget.max_threads));
