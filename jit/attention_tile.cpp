@@ -21,6 +21,7 @@ AttentionTile::AttentionTile(IsaPath path, int64_t head_dim, int64_t panel_keys,
                              float scale)
     : P_(panel_cols(path)), mr_(dense_block(path).mr), nr_(dense_block(path).nr),
       head_dim_(head_dim), dpad_((head_dim + P_ - 1) / P_ * P_), panel_keys_(panel_keys), scale_(scale),
+      softmax_(path == IsaPath::Avx512 ? softmax_step16 : softmax_step),
       score_fns_(size_t(kMaxMr * kMaxNr), nullptr), pv_fns_(size_t(kKeyBlock / 8 * kMaxMr * kMaxNr), nullptr) {
   if (head_dim % 8 != 0) throw Error("attention tile: head dim must be a multiple of 8");
   for (int mr = 1; mr <= mr_; ++mr)
@@ -64,7 +65,7 @@ void AttentionTile::softmax_rows(const TileRows& rows, const KeyMask& mask, int6
   const int64_t D = dpad_;
   for (int64_t r = 0; r < rows.count; ++r) {
     const int64_t valid = std::clamp<int64_t>(mask.seen(rows, r) - kb, 0, nk);
-    const float alpha = softmax_step(acc.S + r * kKeyBlock, nk, valid, scale_, acc.M[r], acc.L[r]);
+    const float alpha = softmax_(acc.S + r * kKeyBlock, nk, valid, scale_, acc.M[r], acc.L[r]);
     if (kb > 0 && alpha != 1.0f)  // x * 1 == x: skipping it changes no bit
       for (int64_t d = 0; d < D; ++d) acc.O[r * D + d] *= alpha;
   }

@@ -67,6 +67,7 @@ class AttentionTile {
   int P_, mr_, nr_;  // jit::dense_block(path)
   int64_t head_dim_, dpad_, panel_keys_;
   float scale_;
+  float (*softmax_)(float*, int64_t, int64_t, float, float&, float&);  // jit/tile_softmax.h: 16 lanes on avx512, same bits
   std::vector<GemmFn> score_fns_;  // [mr-1][nr-1]
   std::vector<GemmFn> pv_fns_;     // [nk/P-1][mr-1][nr-1]; null for block lengths not asked for
 };

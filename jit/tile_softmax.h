@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "runtime/gcc12_avx512_warnings.h"
+
 namespace ckjit::jit {
 
 // exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs at or below -88
@@ -65,5 +67,51 @@ __attribute__((target("avx2,fma"))) inline float softmax_step(float* s, int64_t 
   m = m_new;
   return alpha;
 }
+
+CKJIT_AVX512_INTRINSICS_BEGIN
+// exp8 on 16 lanes (AVX-512): the same lane-wise operations, so every lane has exp8's bits.
+__attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+// softmax_step with 16-lane exps (the AVX-512 attention tile, whose blocks are whole 16-key
+// panels): the max is order-free, each exp is exp8's, and the sum adds the low then the high 8
+// lanes of each 16 into softmax_step's 8-lane sum, its order: the same bits as softmax_step.
+__attribute__((target("avx512f,avx2,fma"))) inline float softmax_step16(float* s, int64_t nk, int64_t valid, float scale, float& m,
+                                                                        float& l) {
+  if (nk % 16 != 0) return softmax_step(s, nk, valid, scale, m, l);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t j = valid; j < nk; ++j) s[j] = ninf;
+  __m512 mx16 = _mm512_loadu_ps(s);
+  for (int64_t j = 16; j < nk; j += 16) mx16 = _mm512_max_ps(mx16, _mm512_loadu_ps(s + j));
+  const __m256 mx = _mm256_max_ps(_mm512_castps512_ps256(mx16), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mx16), 1)));
+  const float m_new = std::max(m, hmax8(mx) * scale);
+  const float alpha = m == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
+  const __m512 mv = _mm512_set1_ps(m_new), sc = _mm512_set1_ps(scale);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < nk; j += 16) {
+    const __m512 p = exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), sc, mv));
+    _mm512_storeu_ps(s + j, p);
+    sum = _mm256_add_ps(sum, _mm512_castps512_ps256(p));
+    sum = _mm256_add_ps(sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1)));
+  }
+  l = l * alpha + hsum8(sum);
+  m = m_new;
+  return alpha;
+}
+
 
 }  // namespace ckjit::jit

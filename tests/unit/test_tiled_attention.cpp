@@ -5,16 +5,21 @@
 // evaluation.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "graph/kv_cache.h"
 #include "graph/tiled_attention.h"
+#include "jit/isa_select.h"
+#include "jit/tile_softmax.h"
 #include "runtime/quants/quants.h"
 #include "text_eval.h"
 #include "tiny_qwen3vl.h"
+#include "skip.h"
 
 using namespace ckjit;
 using namespace ckjit::graph;
@@ -141,3 +146,28 @@ TEST_CASE("tiled attention: a batched prompt equals token-by-token evaluation bi
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("tile softmax: the 16-lane step of the AVX-512 tile gives the 8-lane step's bits") {
+  if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
+  std::mt19937 g(5);
+  std::normal_distribution<float> d(0.0f, 30.0f);
+  int compared = 0;
+  for (int64_t nk : {16, 48, 128})
+    for (int64_t valid : {int64_t(0), int64_t(1), nk / 2 + 3, nk})
+      for (float m0 : {-std::numeric_limits<float>::infinity(), 0.0f, 55.0f}) {
+        std::vector<float> s(static_cast<size_t>(nk));
+        for (auto& v : s) v = d(g);
+        std::vector<float> a = s, b = s;
+        float ma = m0, la = m0 == 0.0f ? 3.5f : 0.0f, mb = ma, lb = la;
+        const float alpha_a = jit::softmax_step(a.data(), nk, std::min(valid, nk), 0.125f, ma, la);
+        const float alpha_b = jit::softmax_step16(b.data(), nk, std::min(valid, nk), 0.125f, mb, lb);
+        CAPTURE(nk);
+        CAPTURE(valid);
+        CHECK(std::memcmp(a.data(), b.data(), size_t(nk) * 4) == 0);
+        CHECK(std::memcmp(&alpha_a, &alpha_b, 4) == 0);
+        CHECK(std::memcmp(&ma, &mb, 4) == 0);
+        CHECK(std::memcmp(&la, &lb, 4) == 0);
+        ++compared;
+      }
+  CHECK(compared == 36);
+}
