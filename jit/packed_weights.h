@@ -129,6 +129,10 @@ class RepackPoolScope {
   ThreadPool* previous_;
 };
 
+// Runs fn(0..tasks) on the repack workers (the RepackPoolScope's pool, else threads kept for the
+// process): load-time work beside the repacks, e.g. quantizing a float matrix before its repack.
+void run_repack_tasks(int tasks, const std::function<void(int)>& fn);
+
 // Runs fn(p) for every panel p of w (its data allocated, not yet written) on up to `threads`
 // threads, which take chunks of a few hundred KiB of panels in turn. Each chunk's pages are
 // populated in one call (MADV_POPULATE_WRITE) before fn writes them: the first touch of fresh

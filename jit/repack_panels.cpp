@@ -22,7 +22,7 @@ thread_local ThreadPool* t_scope_pool = nullptr;  // RepackPoolScope's pool, if 
 // tensor was done on the KVM guest measured (milliseconds, longer than a small tensor's repack).
 // While that pool is busy (another thread's repack, or a call from inside a task) the tasks run
 // serially on the calling thread instead of waiting.
-void run_tasks(int tasks, const std::function<void(int)>& fn) {
+void run_tasks_here(int tasks, const std::function<void(int)>& fn) {
   const ThreadPool::TaskFn task = [&](size_t t, int) { fn(int(t)); };
   if (t_scope_pool) return t_scope_pool->run(size_t(tasks), task);
   static std::mutex mu;
@@ -51,6 +51,8 @@ void populate_for_write(uint8_t* p, int64_t bytes) {
 
 }  // namespace
 
+void run_repack_tasks(int tasks, const std::function<void(int)>& fn) { run_tasks_here(tasks, fn); }
+
 RepackPoolScope::RepackPoolScope(ThreadPool& pool) : previous_(t_scope_pool) { t_scope_pool = &pool; }
 RepackPoolScope::~RepackPoolScope() { t_scope_pool = previous_; }
 
@@ -71,7 +73,7 @@ void for_each_panel(PackedWeights& w, int threads, const std::function<void(int6
   // Chunks are claimed one at a time rather than split in fixed ranges: a helper that starts late
   // (its vCPU busy on the host) takes fewer, and no thread waits for another's half at the end.
   std::atomic<int64_t> next{0};
-  run_tasks(threads, [&](int) {
+  run_tasks_here(threads, [&](int) {
     for (int64_t c; (c = next.fetch_add(1)) < n_chunks;) populate_and_pack(c);
   });
 }

@@ -69,13 +69,17 @@ Int8Linear::Int8Linear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, 
   if (file_type_ == TensorType::Q8_0) {
     w_ = q8->repack(w.data, n_, k_, panel, threads);
   } else {
-    // A float matrix: quantized row by row as llama-quantize writes Q8_0.
+    // A float matrix: quantized row by row as llama-quantize writes Q8_0, rows split over the
+    // repack workers.
     std::vector<uint8_t> blocks(size_t(n_ * q8_0_row_bytes(k_)));
-    std::vector<float> row(static_cast<size_t>(k_));
-    for (int64_t r = 0; r < n_; ++r) {
-      quant::dequantize_row(file_type_, w.data + r * int64_t(w.row_bytes()), row.data(), k_);
-      quant::quantize_row(TensorType::Q8_0, row.data(), blocks.data() + r * q8_0_row_bytes(k_), k_);
-    }
+    const int tasks = int(std::max<int64_t>(1, std::min<int64_t>(std::max(1, threads), n_)));
+    jit::run_repack_tasks(tasks, [&](int t) {
+      std::vector<float> row(static_cast<size_t>(k_));
+      for (int64_t r = n_ * t / tasks; r < n_ * (t + 1) / tasks; ++r) {
+        quant::dequantize_row(file_type_, w.data + r * int64_t(w.row_bytes()), row.data(), k_);
+        quant::quantize_row(TensorType::Q8_0, row.data(), blocks.data() + r * q8_0_row_bytes(k_), k_);
+      }
+    });
     w_ = q8->repack(blocks.data(), n_, k_, panel, threads);
   }
 
