@@ -143,34 +143,32 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
   }
   // A plan names its path (the planner picks AVX-512 over AMX unless a tuned AMX tiling says
   // otherwise): the paths before it are passed over rather than run with fixed blocks.
-  std::optional<jit::IsaPath> planned_path;
+  std::optional<KernelSpec> planned;
   if (plan) {
     try {
-      planned_path = planner::jit_spec_for(*plan).isa;
-    } catch (const Error&) {
-      // no spec for this plan: noted below when it is tried
+      planned = planner::jit_spec_for(*plan);
+      planned->nc = 0;  // a hint only: one kernel serves every nc
+      if (op == Op::Gemv) planned->m_max = 1;
+    } catch (const Error& e) {
+      lp->note_fallback(shape, e.what());
     }
   }
-  const bool planned_here = planned_path && std::find(paths.begin(), paths.end(), *planned_path) != paths.end();
+  const bool planned_here = planned && std::find(paths.begin(), paths.end(), planned->isa) != paths.end();
   for (jit::IsaPath path : paths) {
     if (path == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) continue;  // fewer rows than a tile: AVX-512, as planned
-    if (planned_here && path != *planned_path) continue;
+    if (planned_here && path != planned->isa) continue;
     OpKernels out;
-    if (plan) {
+    if (planned && planned->isa == path) {
       try {
-        KernelSpec spec = planner::jit_spec_for(*plan);
-        if (spec.isa == path) {
-          spec.nc = 0;  // a hint only: one kernel serves every nc
-          if (op == Op::Gemv) spec.m_max = 1;
-          out.store = &jit::global_code_cache().get(spec);
-          if (need_residual) {
-            spec.epilogue = Epilogue::ResidualAdd;
-            out.residual = &jit::global_code_cache().get(spec);
-          }
-          out.planned = true;
-          out.tiling = plan->tiling;
-          return out;
+        KernelSpec spec = *planned;
+        out.store = &jit::global_code_cache().get(spec);
+        if (need_residual) {
+          spec.epilogue = Epilogue::ResidualAdd;
+          out.residual = &jit::global_code_cache().get(spec);
         }
+        out.planned = true;
+        out.tiling = plan->tiling;
+        return out;
       } catch (const Error& e) {
         lp->note_fallback(shape, e.what());
       }

@@ -13,20 +13,24 @@
 
 namespace ckjit::jit {
 
-// exp on 8 lanes (Cephes-style range reduction and polynomial; ~1 ulp). Inputs at or below -88
-// (masked keys: -inf) give exactly 0: the exponent field of 2^-127 is 0.
+// The exp of the attention tile (Cephes-style range reduction and polynomial; ~1 ulp): one set of
+// constants for the 8- and 16-lane copies, whose lane-wise operations must stay the same.
+namespace exp_poly {
+constexpr float kMin = -88.0f, kMax = 88.0f, kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace exp_poly
+
+// exp on 8 lanes. Inputs at or below -88 (masked keys: -inf) give exactly 0: the exponent field
+// of 2^-127 is 0.
 __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
-  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  x = _mm256_max_ps(x, _mm256_set1_ps(exp_poly::kMin));
+  x = _mm256_min_ps(x, _mm256_set1_ps(exp_poly::kMax));
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(exp_poly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(exp_poly::kLn2Hi), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(exp_poly::kLn2Lo), x);
+  __m256 y = _mm256_set1_ps(exp_poly::kP[0]);
+  for (int i = 1; i < 6; ++i) y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(exp_poly::kP[i]));
   y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -71,17 +75,13 @@ __attribute__((target("avx2,fma"))) inline float softmax_step(float* s, int64_t 
 CKJIT_AVX512_INTRINSICS_BEGIN
 // exp8 on 16 lanes (AVX-512): the same lane-wise operations, so every lane has exp8's bits.
 __attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
-  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(exp_poly::kMin));
+  x = _mm512_min_ps(x, _mm512_set1_ps(exp_poly::kMax));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(exp_poly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(exp_poly::kLn2Hi), x);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(exp_poly::kLn2Lo), x);
+  __m512 y = _mm512_set1_ps(exp_poly::kP[0]);
+  for (int i = 1; i < 6; ++i) y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(exp_poly::kP[i]));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));

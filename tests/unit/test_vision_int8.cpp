@@ -51,11 +51,15 @@ struct Matrix {
   // Row r of the weights as Q8_0 blocks (a Q8_0 tensor's own; a float one quantized as at load).
   std::vector<quant::BlockQ8_0> q8_row(int64_t r) const {
     const int64_t k = w.ne[0];
-    std::vector<float> f(static_cast<size_t>(k));
-    quant::dequantize_row(w.type.type, w.data + r * int64_t(w.row_bytes()), f.data(), k);
+    const uint8_t* row = w.data + r * int64_t(w.row_bytes());
     std::vector<quant::BlockQ8_0> q(size_t(k / 32));
-    if (w.type.type == TensorType::Q8_0) std::memcpy(q.data(), w.data + r * int64_t(w.row_bytes()), q.size() * sizeof(q[0]));
-    else quant::quantize_row(TensorType::Q8_0, f.data(), q.data(), k);
+    if (w.type.type == TensorType::Q8_0) {
+      std::memcpy(q.data(), row, q.size() * sizeof(q[0]));
+    } else {
+      std::vector<float> f(static_cast<size_t>(k));
+      quant::dequantize_row(w.type.type, row, f.data(), k);
+      quant::quantize_row(TensorType::Q8_0, f.data(), q.data(), k);
+    }
     return q;
   }
 };
