@@ -9,6 +9,22 @@
 
 namespace ckjit::jit {
 
+namespace {
+// The softmax step of `rows` rows of S (kKeyBlock apart): one row at a time (8 lanes), or four at
+// a time with 16-lane exps (avx512 blocks are whole 16-key panels). The same bits either way.
+void softmax_rows8(float* S, int64_t rows, int64_t nk, const int64_t* valid, float scale, float* m, float* l, float* alpha) {
+  for (int64_t r = 0; r < rows; ++r)
+    alpha[r] = softmax_step(S + r * AttentionTile::kKeyBlock, nk, valid[r], scale, m[r], l[r]);
+}
+void softmax_rows16x4(float* S, int64_t rows, int64_t nk, const int64_t* valid, float scale, float* m, float* l, float* alpha) {
+  if (nk % 16 != 0) return softmax_rows8(S, rows, nk, valid, scale, m, l, alpha);
+  constexpr int64_t ld = AttentionTile::kKeyBlock;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) softmax_rows16<4>(S + r * ld, ld, nk, valid + r, scale, m + r, l + r, alpha + r);
+  for (; r < rows; ++r) softmax_rows16<1>(S + r * ld, ld, nk, valid + r, scale, m + r, l + r, alpha + r);
+}
+}  // namespace
+
 // The tile's scratch: scores, output rows and each row's running max and sum.
 struct AttentionTile::Accumulators {
   float* S;  // rows x kKeyBlock
@@ -18,21 +34,23 @@ struct AttentionTile::Accumulators {
 };
 
 AttentionTile::AttentionTile(IsaPath path, int64_t head_dim, int64_t panel_keys, const std::vector<int64_t>& block_keys,
-                             float scale)
+                             float scale, TensorType panel_type)
     : P_(panel_cols(path)), mr_(dense_block(path).mr), nr_(dense_block(path).nr),
-      head_dim_(head_dim), dpad_((head_dim + P_ - 1) / P_ * P_), panel_keys_(panel_keys), scale_(scale),
-      softmax_(path == IsaPath::Avx512 ? softmax_step16 : softmax_step),
+      head_dim_(head_dim), dpad_((head_dim + P_ - 1) / P_ * P_), panel_keys_(panel_keys),
+      esize_(panel_type == TensorType::F32 ? 4 : 2), scale_(scale),
+      softmax_(path == IsaPath::Avx512 ? softmax_rows16x4 : softmax_rows8),
       score_fns_(size_t(kMaxMr * kMaxNr), nullptr), pv_fns_(size_t(kKeyBlock / 8 * kMaxMr * kMaxNr), nullptr) {
   if (head_dim % 8 != 0) throw Error("attention tile: head dim must be a multiple of 8");
+  if (panel_type != TensorType::F16 && panel_type != TensorType::F32) throw Error("attention tile: panels must be f16 or f32");
   for (int mr = 1; mr <= mr_; ++mr)
     for (int nr = 1; nr <= nr_; ++nr)
       score_fns_[size_t((mr - 1) * kMaxNr + nr - 1)] =
-          dense_kernel(path, TensorType::F16, mr, nr, head_dim, head_dim, false, Epilogue::Store);
+          dense_kernel(path, panel_type, mr, nr, head_dim, head_dim, false, Epilogue::Store);
   for (int64_t nk : block_keys) {
     if (nk % P_ != 0 || nk < P_ || nk > kKeyBlock) throw Error("attention tile: bad key block length");
     for (int mr = 1; mr <= mr_; ++mr)
       for (int nr = 1; nr <= nr_; ++nr)
-        pv_fns_[pv_index(nk, mr, nr)] = dense_kernel(path, TensorType::F16, mr, nr, nk, panel_keys, true, Epilogue::Store);
+        pv_fns_[pv_index(nk, mr, nr)] = dense_kernel(path, panel_type, mr, nr, nk, panel_keys, true, Epilogue::Store);
   }
 }
 
@@ -43,7 +61,7 @@ GemmFn AttentionTile::pv_kernel(int64_t nk, int mr, int nr) const {
 }
 
 // S = Q K^T for keys [kb, kb + nk): key panels are the "weights" (head_dim x P each).
-void AttentionTile::scores(const float* q, int64_t ldq, int64_t rows, const uint16_t* kp, int64_t kb, int64_t nk,
+void AttentionTile::scores(const float* q, int64_t ldq, int64_t rows, const uint8_t* kp, int64_t kb, int64_t nk,
                            float* S) const {
   const int64_t D = head_dim_, kpanels = nk / P_;
   GemmArgs a;
@@ -51,7 +69,7 @@ void AttentionTile::scores(const float* q, int64_t ldq, int64_t rows, const uint
     const int mr = int(std::min<int64_t>(mr_, rows - r));
     for (int64_t p = 0; p < kpanels; p += nr_) {
       const int nr = int(std::min<int64_t>(nr_, kpanels - p));
-      a.w = reinterpret_cast<const uint8_t*>(kp + (kb / P_ + p) * D * P_);
+      a.w = kp + (kb / P_ + p) * D * P_ * esize_;
       a.x = q + r * ldq, a.ldx = ldq * 4;
       a.y = S + r * kKeyBlock + p * P_, a.ldy = kKeyBlock * 4;
       score_fns_[size_t((mr - 1) * kMaxNr + nr - 1)](&a);
@@ -59,28 +77,30 @@ void AttentionTile::scores(const float* q, int64_t ldq, int64_t rows, const uint
   }
 }
 
+
 // Softmax step of every row over the keys it sees; earlier output rescaled by alpha.
 void AttentionTile::softmax_rows(const TileRows& rows, const KeyMask& mask, int64_t kb, int64_t nk,
                                  const Accumulators& acc) const {
   const int64_t D = dpad_;
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const int64_t valid = std::clamp<int64_t>(mask.seen(rows, r) - kb, 0, nk);
-    const float alpha = softmax_(acc.S + r * kKeyBlock, nk, valid, scale_, acc.M[r], acc.L[r]);
-    if (kb > 0 && alpha != 1.0f)  // x * 1 == x: skipping it changes no bit
-      for (int64_t d = 0; d < D; ++d) acc.O[r * D + d] *= alpha;
-  }
+  int64_t valid[kMaxTileRows];
+  float alpha[kMaxTileRows];
+  for (int64_t r = 0; r < rows.count; ++r) valid[r] = std::clamp<int64_t>(mask.seen(rows, r) - kb, 0, nk);
+  softmax_(acc.S, rows.count, nk, valid, scale_, acc.M, acc.L, alpha);
+  for (int64_t r = 0; r < rows.count; ++r)
+    if (kb > 0 && alpha[r] != 1.0f)  // x * 1 == x: skipping it changes no bit
+      for (int64_t d = 0; d < D; ++d) acc.O[r * D + d] *= alpha[r];
 }
 
 // O += P V: value panels (P dims x all keys) are the "weights"; the chain continues in O, whose
 // rows are padded_dim() wide.
-void AttentionTile::add_pv(int64_t rows, const uint16_t* vp, int64_t kb, int64_t nk, const Accumulators& acc) const {
+void AttentionTile::add_pv(int64_t rows, const uint8_t* vp, int64_t kb, int64_t nk, const Accumulators& acc) const {
   const int64_t D = dpad_, dpanels = D / P_;
   GemmArgs a;
   for (int64_t r = 0; r < rows; r += mr_) {
     const int mr = int(std::min<int64_t>(mr_, rows - r));
     for (int64_t p = 0; p < dpanels; p += nr_) {
       const int nr = int(std::min<int64_t>(nr_, dpanels - p));
-      a.w = reinterpret_cast<const uint8_t*>(vp + p * panel_keys_ * P_ + kb * P_);
+      a.w = vp + (p * panel_keys_ * P_ + kb * P_) * esize_;
       a.x = acc.S + r * kKeyBlock, a.ldx = kKeyBlock * 4;
       a.y = acc.O + r * D + p * P_, a.ldy = D * 4;
       pv_kernel(nk, mr, nr)(&a);
@@ -96,9 +116,10 @@ void AttentionTile::normalise(const TileRows& rows, const Accumulators& acc, flo
   }
 }
 
-void AttentionTile::attend(const float* q, int64_t ldq, const TileRows& rows, const KeyMask& mask, const uint16_t* kp,
-                           const uint16_t* vp, float* out, float* scratch) const {
+void AttentionTile::attend(const float* q, int64_t ldq, const TileRows& rows, const KeyMask& mask, const void* kp,
+                           const void* vp, float* out, float* scratch) const {
   const int64_t n = rows.count;
+  if (n > kMaxTileRows) throw Error("attention tile: more than 32 rows");
   const Accumulators acc{scratch, scratch + n * kKeyBlock, scratch + n * (kKeyBlock + dpad_),
                          scratch + n * (kKeyBlock + dpad_) + n};
   std::fill(acc.O, acc.O + n * dpad_, 0.0f);
@@ -108,9 +129,9 @@ void AttentionTile::attend(const float* q, int64_t ldq, const TileRows& rows, co
   const int64_t keys_pad = (n_keys + P_ - 1) / P_ * P_;
   for (int64_t kb = 0; kb < n_keys; kb += kKeyBlock) {
     const int64_t nk = std::min(kKeyBlock, keys_pad - kb);
-    scores(q, ldq, n, kp, kb, nk, acc.S);
+    scores(q, ldq, n, static_cast<const uint8_t*>(kp), kb, nk, acc.S);
     softmax_rows(rows, mask, kb, nk, acc);
-    add_pv(n, vp, kb, nk, acc);
+    add_pv(n, static_cast<const uint8_t*>(vp), kb, nk, acc);
   }
   normalise(rows, acc, out);
 }

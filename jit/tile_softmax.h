@@ -87,31 +87,48 @@ __attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
 }
 
-// softmax_step with 16-lane exps (the AVX-512 attention tile, whose blocks are whole 16-key
-// panels): the max is order-free, each exp is exp8's, and the sum adds the low then the high 8
-// lanes of each 16 into softmax_step's 8-lane sum, its order: the same bits as softmax_step.
-__attribute__((target("avx512f,avx2,fma"))) inline float softmax_step16(float* s, int64_t nk, int64_t valid, float scale, float& m,
-                                                                        float& l) {
-  if (nk % 16 != 0) return softmax_step(s, nk, valid, scale, m, l);
+// softmax_step on R rows at once with 16-lane exps (the AVX-512 tile, whose blocks are whole
+// 16-key panels; S rows lds floats apart, nk a multiple of 16). The rows' max, exp and sum chains
+// interleave, so one row's add latency does not stall the loop. Per row: the max is order-free,
+// each exp is exp8's, and the sum adds the low then the high 8 lanes of each 16 into
+// softmax_step's 8-lane sum, its order: the same bits as softmax_step. alpha[r]: the factor of
+// row r's earlier output.
+template <int R>
+__attribute__((target("avx512f,avx2,fma"))) inline void softmax_rows16(float* s, int64_t lds, int64_t nk, const int64_t* valid,
+                                                                       float scale, float* m, float* l, float* alpha) {
   const float ninf = -std::numeric_limits<float>::infinity();
-  for (int64_t j = valid; j < nk; ++j) s[j] = ninf;
-  __m512 mx16 = _mm512_loadu_ps(s);
-  for (int64_t j = 16; j < nk; j += 16) mx16 = _mm512_max_ps(mx16, _mm512_loadu_ps(s + j));
-  const __m256 mx = _mm256_max_ps(_mm512_castps512_ps256(mx16), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mx16), 1)));
-  const float m_new = std::max(m, hmax8(mx) * scale);
-  const float alpha = m == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
-  const __m512 mv = _mm512_set1_ps(m_new), sc = _mm512_set1_ps(scale);
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < nk; j += 16) {
-    const __m512 p = exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), sc, mv));
-    _mm512_storeu_ps(s + j, p);
-    sum = _mm256_add_ps(sum, _mm512_castps512_ps256(p));
-    sum = _mm256_add_ps(sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1)));
+  __m512 mx16[R];
+  for (int r = 0; r < R; ++r) {
+    float* sr = s + r * lds;
+    for (int64_t j = valid[r]; j < nk; ++j) sr[j] = ninf;
+    mx16[r] = _mm512_loadu_ps(sr);
   }
-  l = l * alpha + hsum8(sum);
-  m = m_new;
-  return alpha;
+  for (int64_t j = 16; j < nk; j += 16)
+    for (int r = 0; r < R; ++r) mx16[r] = _mm512_max_ps(mx16[r], _mm512_loadu_ps(s + r * lds + j));
+  __m512 mv[R];
+  __m256 sum[R];
+  float m_new[R];
+  for (int r = 0; r < R; ++r) {
+    const __m256 mx = _mm256_max_ps(_mm512_castps512_ps256(mx16[r]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mx16[r]), 1)));
+    m_new[r] = std::max(m[r], hmax8(mx) * scale);
+    alpha[r] = m[r] == ninf ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m[r] - m_new[r])));
+    mv[r] = _mm512_set1_ps(m_new[r]);
+    sum[r] = _mm256_setzero_ps();
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int64_t j = 0; j < nk; j += 16)
+    for (int r = 0; r < R; ++r) {
+      float* sr = s + r * lds + j;
+      const __m512 p = exp16(_mm512_fmsub_ps(_mm512_loadu_ps(sr), sc, mv[r]));
+      _mm512_storeu_ps(sr, p);
+      sum[r] = _mm256_add_ps(sum[r], _mm512_castps512_ps256(p));
+      sum[r] = _mm256_add_ps(sum[r], _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1)));
+    }
+  for (int r = 0; r < R; ++r) {
+    l[r] = l[r] * alpha[r] + hsum8(sum[r]);
+    m[r] = m_new[r];
+  }
 }
-
+CKJIT_AVX512_INTRINSICS_END
 
 }  // namespace ckjit::jit

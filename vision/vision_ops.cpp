@@ -123,7 +123,9 @@ void Rope2d::apply(Workers& pool, float* x, int64_t ld, int64_t n_head) const {
 // ---- attention ----
 namespace {
 
-constexpr int64_t kTq = 32;  // query rows per tile
+// Query rows per tile, at most: the tile takes the largest multiple of its register block (30 on
+// avx512, 32 on avx2). Rows are independent, so this changes no bit.
+constexpr int64_t kTileRows = 32;
 
 // The key-block lengths of n_pad keys: full blocks and the last, shorter one.
 std::vector<int64_t> full_block_keys(int64_t n_pad) {
@@ -135,53 +137,61 @@ std::vector<int64_t> full_block_keys(int64_t n_pad) {
 
 VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa)
     : n_(n), n_head_(n_head), dh_(head_dim), P_(jit::panel_cols(jit::widest_dense_path(isa))), n_pad_(round_up(n, P_)),
-      tile_(jit::widest_dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim))),
+      tile_(jit::widest_dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim)),
+            TensorType::F32),
+      tq_(kTileRows / tile_.block_rows() * tile_.block_rows()),
       dpad_(tile_.padded_dim()) {
-  kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0);
-  vp_.assign(size_t(n_head_ * n_pad_ * dpad_), 0);
-  scratch_per_worker_ = tile_.scratch_floats(kTq);
+  kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0.0f);
+  vp_.assign(size_t(n_head_ * n_pad_ * dpad_), 0.0f);
+  // Per worker: the tile's scratch, then its query rows; each starts on a cache line.
+  scratch_per_worker_ = round_up(tile_.scratch_floats(tq_), 16) + round_up(tq_ * dh_, 16);
   scratch_.assign(size_t(scratch_per_worker_ * std::max(1, threads)), 0.0f);
 }
 
 VisionAttention::~VisionAttention() = default;
 
+namespace {
+// 8 floats rounded to f16 and widened back (exact).
+__attribute__((target("avx2,f16c"))) inline __m256 rounded(const float* x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x), _MM_FROUND_TO_NEAREST_INT));
+}
+}  // namespace
+
 __attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
   const int64_t C = n_head_ * dh_;
   const int64_t P = P_;
-  uint16_t* kp = kp_.data() + h * dh_ * n_pad_;
-  uint16_t* vp = vp_.data() + h * n_pad_ * dpad_;
-  alignas(16) uint16_t kh[8];
+  float* kp = kp_.data() + h * dh_ * n_pad_;
+  float* vp = vp_.data() + h * n_pad_ * dpad_;
+  alignas(32) float kh[8];
   for (int64_t j = 0; j < n_; ++j) {
     const float* kr = qkv + j * ld + C + h * dh_;
     const float* vr = qkv + j * ld + 2 * C + h * dh_;
-    uint16_t* kcol = kp + (j / P) * dh_ * P + j % P;  // key j: every P-th half of its panel
-    for (int64_t d = 0; d < dh_; d += 8) {            // 8 dims: one run of a value panel (P is 8 or 16)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(vp + ((d / P) * n_pad_ + j) * P + d % P),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(vr + d), _MM_FROUND_TO_NEAREST_INT));
-      _mm_store_si128(reinterpret_cast<__m128i*>(kh), _mm256_cvtps_ph(_mm256_loadu_ps(kr + d), _MM_FROUND_TO_NEAREST_INT));
+    float* kcol = kp + (j / P) * dh_ * P + j % P;  // key j: every P-th float of its panel
+    for (int64_t d = 0; d < dh_; d += 8) {         // 8 dims: one run of a value panel (P is 8 or 16)
+      _mm256_storeu_ps(vp + ((d / P) * n_pad_ + j) * P + d % P, rounded(vr + d));
+      _mm256_store_ps(kh, rounded(kr + d));
       for (int e = 0; e < 8; ++e) kcol[(d + e) * P] = kh[e];
     }
   }
 }
 
-void VisionAttention::run(Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const {
-  const int64_t C = n_head_ * dh_;
+void VisionAttention::run(Workers& pool, const float* qkv, int64_t ld, float* out, int64_t ldo) const {
   if (int64_t(scratch_.size()) < scratch_per_worker_ * pool.size()) throw Error("vision attention: more workers than planned");
-  // Q rounded in place; K and V are rounded as they are packed to f16 below.
-  for_rows(pool, n_, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) round_to_f16(qkv + r * ld, qkv + r * ld, C);
-  });
-  // Keys and values per head into f16 panels; padding stays 0.
+  // Keys and values per head into panels of f16-rounded floats; padding stays 0.
   for_rows(pool, n_head_, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) pack_head(qkv, ld, h);
   });
-  const int64_t n_qt = (n_ + kTq - 1) / kTq;
+  const int64_t n_qt = (n_ + tq_ - 1) / tq_;
   pool.run(size_t(n_head_ * n_qt), [&](size_t t, int worker) {
     const int64_t h = int64_t(t) / n_qt, qt = int64_t(t) % n_qt;
-    const int64_t q0 = qt * kTq, rows = std::min(kTq, n_ - q0);
+    const int64_t q0 = qt * tq_, rows = std::min(tq_, n_ - q0);
     const jit::TileRows tile_rows{rows, rows, ldo, 0};  // one head: row r is patch q0 + r
-    tile_.attend(qkv + q0 * ld + h * dh_, ld, tile_rows, jit::KeyMask{n_, false}, kp_.data() + h * dh_ * n_pad_,
-                 vp_.data() + h * n_pad_ * dpad_, out + q0 * ldo + h * dh_, scratch_.data() + worker * scratch_per_worker_);
+    float* scratch = scratch_.data() + worker * scratch_per_worker_;
+    // The tile's queries rounded to f16 into dense rows (the score products read them once per key block).
+    float* q = scratch + round_up(tile_.scratch_floats(tq_), 16);
+    for (int64_t r = 0; r < rows; ++r) round_to_f16(qkv + (q0 + r) * ld + h * dh_, q + r * dh_, dh_);
+    tile_.attend(q, dh_, tile_rows, jit::KeyMask{n_, false}, kp_.data() + h * dh_ * n_pad_, vp_.data() + h * n_pad_ * dpad_,
+                 out + q0 * ldo + h * dh_, scratch);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/aligned_allocator.h"
 #include "topology/isa.h"
 #include "topology/workers.h"
 #include "jit/attention_tile.h"
@@ -63,9 +64,9 @@ inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
 // Full (non-causal) attention of n patches, each head separately, q/k/v read from the qkv rows
 // (row stride ld floats: Q at 0, K at C, V at 2C; head h at h * dh), out: n rows of C (ldo apart).
 // q, k and v are rounded to f16 first (llama.cpp's flash attention casts K and V to F16 and
-// multiplies F16 queries). Tiles of 32 queries x 128 keys with an online softmax, so no n x n
+// multiplies F16 queries). Tiles of up to 32 queries x 128 keys with an online softmax, so no n x n
 // score matrix exists; both products are op=dense JIT tiles (keys and values repacked per head
-// into f16 panels): S = Q K^T (one FMA chain over d per score, then * 1/sqrt(dh)) and
+// into panels of their f16-rounded values, widened to f32 so the products convert nothing): S = Q K^T (one FMA chain over d per score, then * 1/sqrt(dh)) and
 // O = alpha O + P V (one chain over the keys per output, continued across key blocks after the
 // rescale). The tiling is fixed, not per thread: same result for any thread count. The panels are
 // those of isa's widest op=dense path (16 on AVX-512, 8 on AVX2): the same bits.
@@ -73,16 +74,17 @@ class VisionAttention {
  public:
   VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa);
   ~VisionAttention();
-  void run(Workers& pool, float* qkv, int64_t ld, float* out, int64_t ldo) const;
+  void run(Workers& pool, const float* qkv, int64_t ld, float* out, int64_t ldo) const;
 
  private:
   void pack_head(const float* qkv, int64_t ld, int64_t h) const;
   int64_t n_, n_head_, dh_, P_, n_pad_;
   jit::AttentionTile tile_;
-  int64_t dpad_;                      // dh rounded up to whole value panels
-  mutable std::vector<uint16_t> kp_;  // per head: n_pad/P panels of dh x P keys (f16)
-  mutable std::vector<uint16_t> vp_;  // per head: dpad/P panels of n_pad x P values (f16)
-  mutable std::vector<float> scratch_;
+  int64_t tq_;                     // query rows per tile
+  int64_t dpad_;                   // dh rounded up to whole value panels
+  mutable AlignedVector<float> kp_;  // per head: n_pad/P panels of dh x P keys (f16-rounded)
+  mutable AlignedVector<float> vp_;  // per head: dpad/P panels of n_pad x P values (f16-rounded)
+  mutable AlignedVector<float> scratch_;
   int64_t scratch_per_worker_ = 0;
 };
 

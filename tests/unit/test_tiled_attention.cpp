@@ -147,27 +147,37 @@ TEST_CASE("tiled attention: a batched prompt equals token-by-token evaluation bi
 
 }  // TEST_SUITE
 
-TEST_CASE("tile softmax: the 16-lane step of the AVX-512 tile gives the 8-lane step's bits") {
+TEST_CASE("tile softmax: four rows at once in 16 lanes (the AVX-512 tile) give the 8-lane step's bits per row") {
   if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
   std::mt19937 g(5);
   std::normal_distribution<float> d(0.0f, 30.0f);
+  const float ninf = -std::numeric_limits<float>::infinity();
   int compared = 0;
   for (int64_t nk : {16, 48, 128})
-    for (int64_t valid : {int64_t(0), int64_t(1), nk / 2 + 3, nk})
-      for (float m0 : {-std::numeric_limits<float>::infinity(), 0.0f, 55.0f}) {
-        std::vector<float> s(static_cast<size_t>(nk));
-        for (auto& v : s) v = d(g);
-        std::vector<float> a = s, b = s;
-        float ma = m0, la = m0 == 0.0f ? 3.5f : 0.0f, mb = ma, lb = la;
-        const float alpha_a = jit::softmax_step(a.data(), nk, std::min(valid, nk), 0.125f, ma, la);
-        const float alpha_b = jit::softmax_step16(b.data(), nk, std::min(valid, nk), 0.125f, mb, lb);
-        CAPTURE(nk);
-        CAPTURE(valid);
-        CHECK(std::memcmp(a.data(), b.data(), size_t(nk) * 4) == 0);
-        CHECK(std::memcmp(&alpha_a, &alpha_b, 4) == 0);
-        CHECK(std::memcmp(&ma, &mb, 4) == 0);
-        CHECK(std::memcmp(&la, &lb, 4) == 0);
-        ++compared;
+    for (int shift = 0; shift < 4; ++shift) {
+      // Four rows with different masks and running states, rotated so each row meets each case.
+      const int64_t valids[4] = {0, 1, nk / 2 + 3, nk};
+      const float m0s[4] = {ninf, 0.0f, 55.0f, -7.0f};
+      constexpr int64_t ld = 136;
+      std::vector<float> s(size_t(4 * ld));
+      for (auto& v : s) v = d(g);
+      std::vector<float> a = s, b = s;
+      int64_t valid[4];
+      float ma[4], la[4], mb[4], lb[4], alpha_a[4], alpha_b[4];
+      for (int r = 0; r < 4; ++r) {
+        valid[r] = std::min(valids[(r + shift) % 4], nk);
+        ma[r] = mb[r] = m0s[(r + shift) % 4];
+        la[r] = lb[r] = ma[r] == ninf ? 0.0f : 3.5f;
+        alpha_a[r] = jit::softmax_step(a.data() + r * ld, nk, valid[r], 0.125f, ma[r], la[r]);
       }
-  CHECK(compared == 36);
+      jit::softmax_rows16<4>(b.data(), ld, nk, valid, 0.125f, mb, lb, alpha_b);
+      CAPTURE(nk);
+      CAPTURE(shift);
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);  // the columns past nk stay as they were too
+      CHECK(std::memcmp(alpha_a, alpha_b, sizeof alpha_a) == 0);
+      CHECK(std::memcmp(ma, mb, sizeof ma) == 0);
+      CHECK(std::memcmp(la, lb, sizeof la) == 0);
+      ++compared;
+    }
+  CHECK(compared == 12);
 }
