@@ -3,17 +3,21 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <string>
 
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
 
 namespace ckjit::graph {
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout)
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout, int panel)
     : n_layer_(n_layer), n_ctx_(n_ctx), n_pad_(padded_slots(n_ctx)), n_head_kv_(n_head_kv), dh_(head_dim), layout_(layout),
+      panel_(panel),
       layer_elems_(size_t(n_head_kv * head_dim * (layout == KvLayout::panels ? padded_slots(n_ctx) : n_ctx))),
       k_(new uint16_t[layer_elems_ * size_t(n_layer)]), v_(new uint16_t[layer_elems_ * size_t(n_layer)]) {
-  if (layout == KvLayout::panels && head_dim % 8 != 0) throw Error("KV cache: panels need a head dim that is a multiple of 8");
+  if (panel != 8 && panel != 16) throw Error("KV cache: panels are 8 or 16 keys wide");
+  if (layout == KvLayout::panels && head_dim % panel != 0)
+    throw Error("KV cache: panels of " + std::to_string(panel) + " need a head dim that is a multiple of it");
 }
 
 __attribute__((target("avx2,f16c"))) void KvCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
@@ -26,28 +30,28 @@ __attribute__((target("avx2,f16c"))) void KvCache::write(int64_t layer, int64_t 
     return;
   }
   alignas(16) uint16_t kh[8];
-  const int64_t lane = slot % 8;
+  const int64_t P = panel_, lane = slot % P;
   for (int64_t h = 0; h < n_head_kv_; ++h) {
-    uint16_t* kp = kl + h * n_pad_ * dh_ + (slot / 8) * dh_ * 8 + lane;  // key `slot`: every 8th half of its panel
-    uint16_t* vp = vl + h * n_pad_ * dh_ + slot * 8;                      // value `slot`: 8 halves per d-panel
+    uint16_t* kp = kl + h * n_pad_ * dh_ + (slot / P) * dh_ * P + lane;  // key `slot`: every P-th half of its panel
+    uint16_t* vp = vl + h * n_pad_ * dh_ + slot * P;                      // value `slot`: P halves per d-panel
     const float* kr = k + h * dh_;
     const float* vr = v + h * dh_;
-    for (int64_t d = 0; d < dh_; d += 8) {
-      uint16_t* vd = vp + (d / 8) * n_pad_ * 8;
+    for (int64_t d = 0; d < dh_; d += 8) {  // 8 dims: one run of a value panel
+      uint16_t* vd = vp + (d / P) * n_pad_ * P + d % P;
       _mm_storeu_si128(reinterpret_cast<__m128i*>(vd), _mm256_cvtps_ph(_mm256_loadu_ps(vr + d), _MM_FROUND_TO_NEAREST_INT));
       _mm_store_si128(reinterpret_cast<__m128i*>(kh), _mm256_cvtps_ph(_mm256_loadu_ps(kr + d), _MM_FROUND_TO_NEAREST_INT));
-      for (int e = 0; e < 8; ++e) kp[(d + e) * 8] = kh[e];
+      for (int e = 0; e < 8; ++e) kp[(d + e) * P] = kh[e];
     }
   }
 }
 
 void KvCache::seal(int64_t layer, int64_t n_filled) {
-  const int64_t end = (n_filled + 7) / 8 * 8;
+  const int64_t P = panel_, end = (n_filled + P - 1) / P * P;
   if (layout_ != KvLayout::panels || end == n_filled) return;
   uint16_t* vl = v_.get() + size_t(layer) * layer_elems_;
   for (int64_t h = 0; h < n_head_kv_; ++h)
-    for (int64_t d = 0; d < dh_; d += 8)
-      std::memset(vl + h * n_pad_ * dh_ + (d / 8) * n_pad_ * 8 + n_filled * 8, 0, size_t(end - n_filled) * 8 * sizeof(uint16_t));
+    for (int64_t d = 0; d < dh_; d += P)
+      std::memset(vl + h * n_pad_ * dh_ + (d / P) * n_pad_ * P + n_filled * P, 0, size_t(end - n_filled) * P * sizeof(uint16_t));
 }
 
 }  // namespace ckjit::graph

@@ -3,9 +3,10 @@
 // for the context length, in one of two layouts:
 // - rows: per layer, n_ctx rows of n_head_kv*head_dim halves for K and for V (llama.cpp's layout;
 //   the row attention of --llama-order reads it);
-// - panels: per layer and KV head, K as n_pad/8 panels of head_dim x 8 keys and V as head_dim/8
-//   panels of n_pad x 8 values (n_pad = n_ctx rounded up to 8): the op=dense "weight" layout the
-//   tiled attention multiplies by directly, so nothing is repacked per token.
+// - panels: per layer and KV head, K as n_pad/P panels of head_dim x P keys and V as head_dim/P
+//   panels of n_pad x P values (P = 8 or 16, the tiled attention's op=dense path: ymm or zmm;
+//   n_pad = n_ctx rounded up to 16): the op=dense "weight" layout the tiled attention multiplies
+//   by directly, so nothing is repacked per token.
 #include <cstdint>
 #include <memory>
 
@@ -17,11 +18,13 @@ class KvCache {
  public:
   // Not zero-filled: a position is written before it is read, and untouched pages of a long
   // context are never faulted in (panels: see write()).
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout);
+  // panel: P of the panel layout (8 or 16; head_dim a multiple of it).
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout, int panel = 8);
 
   KvLayout layout() const { return layout_; }
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_pad() const { return n_pad_; }
+  int panel() const { return panel_; }
   size_t bytes() const { return 2 * layer_elems_ * size_t(n_layer_) * sizeof(uint16_t); }
   // bytes() of a cache with these dimensions, before it is allocated (in double: an absurd context
   // must be refused by the memory check, not wrap around).
@@ -29,27 +32,28 @@ class KvCache {
     const int64_t slots = layout == KvLayout::panels ? padded_slots(n_ctx) : n_ctx;
     return 2.0 * double(sizeof(uint16_t)) * double(n_layer) * double(n_head_kv * head_dim) * double(slots);
   }
-  // n_pad() for a context of n_ctx slots: a whole number of 8-key panels.
-  static int64_t padded_slots(int64_t n_ctx) { return (n_ctx + 7) / 8 * 8; }
+  // n_pad() for a context of n_ctx slots: a whole number of panels of either width.
+  static int64_t padded_slots(int64_t n_ctx) { return (n_ctx + 15) / 16 * 16; }
 
   // Slot `slot` of layer `layer` := f16(k), f16(v) (n_head_kv*head_dim floats each, round to
   // nearest even). Different slots may be written concurrently.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
   // After slots [0, n_filled) of a layer are written: panels zero the V entries of the slots up to
-  // the next multiple of 8, which a tile reads past the last key (with weight exactly 0, so they
+  // the next multiple of P, which a tile reads past the last key (with weight exactly 0, so they
   // must be finite). Rows: nothing to do.
   void seal(int64_t layer, int64_t n_filled);
 
   // rows: the layer's first row (slot j at + j * kv_width).
   const uint16_t* k_rows(int64_t layer) const { return k_.get() + size_t(layer) * layer_elems_; }
   const uint16_t* v_rows(int64_t layer) const { return v_.get() + size_t(layer) * layer_elems_; }
-  // panels: KV head h's key panels (n_pad/8 of head_dim x 8) and value panels (head_dim/8 of n_pad x 8).
+  // panels: KV head h's key panels (n_pad/P of head_dim x P) and value panels (head_dim/P of n_pad x P).
   const uint16_t* k_panels(int64_t layer, int64_t h) const { return k_rows(layer) + h * n_pad_ * dh_; }
   const uint16_t* v_panels(int64_t layer, int64_t h) const { return v_rows(layer) + h * n_pad_ * dh_; }
 
  private:
   int64_t n_layer_, n_ctx_, n_pad_, n_head_kv_, dh_;
   KvLayout layout_;
+  int panel_;
   size_t layer_elems_;
   std::unique_ptr<uint16_t[]> k_, v_;
 };

@@ -6,6 +6,7 @@
 
 #include "graph/decoder_forward.h"
 #include "graph/layer_ops.h"
+#include "jit/kernels.h"
 #include "runtime/error.h"
 #include "topology/memory.h"
 
@@ -42,10 +43,14 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
       llama_attention ? attention_scratch_floats(hp.head_dim, opt_.n_ctx) : TiledAttention::scratch_floats(shape);
   if (opt_.check_memory) check_memory_for(model_, opt_.n_ctx, opt_.n_ubatch, layout, pool_.size(), att_scratch_per_worker_);
   if (!llama_attention) {
-    tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx));
+    // The widest op=dense path this process may run (CKJIT_MAX_ISA caps it); a head dim that is
+    // not a whole number of its panels takes the 8-key path.
+    jit::IsaPath path = jit::widest_dense_path(model_.options().linear.isa);
+    if (hp.head_dim % jit::panel_cols(path) != 0) path = jit::IsaPath::Avx2;
+    tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx), path);
     if (tiled_->scratch_floats() != att_scratch_per_worker_) throw Error("tiled attention: scratch estimate differs");
   }
-  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout);
+  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout, tiled_ ? tiled_->panel() : 8);
 
   // Activation arena for chunks of up to n_ubatch rows.
   s_ = reserve_activations(arena_, model_, opt_.n_ubatch, pool_.size(), att_scratch_per_worker_);

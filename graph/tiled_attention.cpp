@@ -21,26 +21,29 @@ const AttentionShape& checked(const AttentionShape& s) {
   return s;
 }
 
-// Every key-block length a causal tile can meet: 8, 16, ... up to a full block, never past the cache.
-std::vector<int64_t> causal_block_keys(int64_t n_pad) {
+// Every key-block length a causal tile can meet: P, 2P, ... up to a full block, never past the cache.
+std::vector<int64_t> causal_block_keys(int64_t n_pad, int P) {
   std::vector<int64_t> keys;
-  for (int64_t nk = 8; nk <= std::min(jit::AttentionTile::kKeyBlock, n_pad); nk += 8) keys.push_back(nk);
+  for (int64_t nk = P; nk <= std::min(jit::AttentionTile::kKeyBlock, n_pad); nk += P) keys.push_back(nk);
   return keys;
 }
 }  // namespace
 
 int64_t TiledAttention::scratch_floats(const AttentionShape& s) {
   const int64_t group = s.n_head / s.n_head_kv, rows_cap = std::max<int64_t>(1, 32 / group) * group;
-  return jit::AttentionTile::scratch_floats(rows_cap, s.head_dim) + rows_cap * s.head_dim;  // head_dim: whole 8-dim panels
+  const int64_t dpad = (s.head_dim + 15) / 16 * 16;  // whole value panels of either width
+  return jit::AttentionTile::scratch_floats(rows_cap, dpad) + rows_cap * s.head_dim;
 }
 
-TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad)
+TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path)
     : s_(checked(s)),
       group_(s.n_head / s.n_head_kv),
       positions_per_tile_(std::max<int64_t>(1, 32 / group_)),
       rows_cap_(positions_per_tile_ * group_),
       n_pad_(n_pad),
-      tile_(jit::IsaPath::Avx2, s.head_dim, n_pad, causal_block_keys(n_pad), s.scale) {}  // the cache's 8-key panels
+      tile_(path, s.head_dim, n_pad, causal_block_keys(n_pad, jit::panel_cols(path)), s.scale) {
+  if (s.head_dim % tile_.panel() != 0) throw Error("tiled attention: the head dim is not a whole number of value panels");
+}
 
 // Rows g * tp + i of the tile are head (kvh * group + g) of position i0 + i, for Q as for the output.
 void TiledAttention::attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, const float* q, int64_t i0,
@@ -56,7 +59,7 @@ void TiledAttention::attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, 
 
 void TiledAttention::run(Workers& pool, const float* q, int64_t m, int64_t pos0, const KvCache& kv, int64_t layer, float* out,
                          float* scratch) const {
-  if (kv.layout() != KvLayout::panels || kv.n_pad() != n_pad_) throw Error("tiled attention: the KV cache is not the panel cache it was built for");
+  if (kv.layout() != KvLayout::panels || kv.n_pad() != n_pad_ || kv.panel() != tile_.panel()) throw Error("tiled attention: the KV cache is not the panel cache it was built for");
   const int64_t tiles = (m + positions_per_tile_ - 1) / positions_per_tile_;
   pool.run(size_t(s_.n_head_kv * tiles), [&](size_t t, int worker) {
     // The last positions see the most keys: hand their tiles out first (the pool is dynamic).

@@ -3,7 +3,8 @@
 // of query rows (a prefill chunk or one decode row), in tiles: a tile is one KV head and up to
 // 32 / group query positions of every query head of its group (the rows share the key and value
 // panels), over key blocks of 128 with an online softmax, so no score matrix is ever larger than
-// 32 x 128. Both products are op=dense JIT tiles (AVX2 code, the floor every ckjit CPU runs):
+// 32 x 128. Both products are op=dense JIT tiles (on the widest op=dense path: ymm with 8-key
+// panels, zmm with 16; the same bits, as the cache's panels are the path's width):
 // S = Q K^T (one FMA chain over head_dim per score, then * scale inside the softmax) and
 // O = alpha O + P V (one chain over the keys per output, continued across key blocks).
 // Float order: Q rounded to f16 (as llama.cpp's flash attention), K and V f16 from the cache,
@@ -23,8 +24,10 @@ namespace ckjit::graph {
 
 class TiledAttention {
  public:
-  // Emits the kernels for this shape and a cache of n_pad slots (KvCache::n_pad()).
-  TiledAttention(const AttentionShape& s, int64_t n_pad);
+  // Emits the kernels of `path` (avx2 or avx512) for this shape and a cache of n_pad slots
+  // (KvCache::n_pad()) in panels of panel() keys.
+  TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path);
+  int panel() const { return tile_.panel(); }
   // Floats of scratch one worker needs; the static form before the kernels are emitted (a session
   // checks its memory first).
   static int64_t scratch_floats(const AttentionShape& s);

@@ -33,9 +33,10 @@ struct Case {
 struct Data {
   Case c;
   std::vector<float> q, k, v;  // q: n_ctx rows of n_head*D; k, v: n_ctx rows of n_head_kv*D
+  jit::IsaPath path;  // the tile's op=dense path; the cache's panels are its width
   KvCache kv;
-  Data(const Case& cs, uint32_t seed)
-      : c(cs), kv(1, cs.n_ctx, cs.n_head_kv, cs.head_dim, KvLayout::panels) {
+  Data(const Case& cs, uint32_t seed, jit::IsaPath p = jit::IsaPath::Avx2)
+      : c(cs), path(p), kv(1, cs.n_ctx, cs.n_head_kv, cs.head_dim, KvLayout::panels, jit::panel_cols(p)) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     q.resize(size_t(c.n_ctx * c.n_head * c.head_dim));
@@ -50,7 +51,7 @@ struct Data {
   // Rows [0, n) written in chunks of `chunk`, each chunk's attention computed then: out (n rows).
   std::vector<float> attend(int64_t n, int64_t chunk, int threads) {
     const AttentionShape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
-    TiledAttention att(s, kv.n_pad());
+    TiledAttention att(s, kv.n_pad(), path);
     Workers pool(threads);
     std::vector<float> scratch(size_t(att.scratch_floats() * threads)), out(size_t(n * qw()), -1.0f);
     for (int64_t p0 = 0; p0 < n; p0 += chunk) {
@@ -113,6 +114,24 @@ TEST_CASE("tiled attention: the same bits for any chunking of the rows and any t
       Data e(c, 9);
       const std::vector<float> got = e.attend(c.n_ctx, chunk, threads);
       CHECK(std::memcmp(got.data(), all.data(), all.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("tiled attention: the AVX-512 tile over 16-key panels gives the AVX2 tile's bits over 8-key panels") {
+  if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
+  // Contexts that end inside a 16-key panel, on a 128-key block edge and past it; GQA 1 / 2 / 4.
+  for (const Case& c : {Case{4, 2, 64, 170}, Case{6, 2, 128, 45}, Case{4, 4, 64, 128}, Case{8, 2, 64, 137}, Case{2, 2, 64, 9}}) {
+    CAPTURE(c.n_ctx);
+    CAPTURE(c.head_dim);
+    Data ymm(c, 13);
+    const std::vector<float> want = ymm.attend(c.n_ctx, 64, 2);
+    for (auto [chunk, threads] : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+      CAPTURE(chunk);
+      CAPTURE(threads);
+      Data e(c, 13, jit::IsaPath::Avx512);
+      const std::vector<float> got = e.attend(c.n_ctx, chunk, threads);
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     }
   }
 }
