@@ -62,23 +62,43 @@ void finish_block(BlockQ8_K& b, float iscale) {
 }  // namespace
 
 CKJIT_AVX512_INTRINSICS_BEGIN
+// block_max on 16 lanes: the maximum of |x| (vmaxps keeps the running max where x is NaN, as the
+// scan skips NaNs), then the first element that reaches it, found by a compare mask per 16.
+__attribute__((target("avx512f,avx512bw"))) inline float block_max_avx512(const float* x, float& amax) {
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  __m512 m = _mm512_setzero_ps();
+  for (int j = 0; j < QK_K; j += 16)
+    m = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + j)), _mm512_castps_si512(abs_mask))), m);
+  amax = _mm512_reduce_max_ps(m);
+  const __m512 target = _mm512_set1_ps(amax);
+  for (int j = 0; j < QK_K; j += 16) {
+    const __m512 ax = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + j)), _mm512_castps_si512(abs_mask)));
+    const __mmask16 hit = _mm512_cmp_ps_mask(ax, target, _CMP_EQ_OQ);
+    if (hit) return x[j + __builtin_ctz(unsigned(hit))];
+  }
+  return 0.0f;
+}
+
 __attribute__((target("avx512f,avx512bw"))) void quantize_row_q8_K_fma_avx512(const float* x, BlockQ8_K* y, int64_t n) {
   const int64_t nb = n / QK_K;
   const __m512 magic = _mm512_set1_ps(kMagic);
   const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000), hi = _mm512_set1_epi32(127);
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
     BlockQ8_K& b = y[i];
-    float iscale;
-    if (!start_block(x, b, iscale)) continue;
+    float amax, iscale;
+    const float mx = block_max_avx512(x, amax);
+    if (!start_block(mx, amax, b, iscale)) continue;
     const __m512 is = _mm512_set1_ps(iscale);
-    for (int j = 0; j < QK_K; j += 16) {
+    for (int j = 0; j < QK_K; j += 16) {  // 16 quants: one bsums group
       __m512 v = _mm512_fmadd_ps(is, _mm512_loadu_ps(x + j), magic);
       __m512i q = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), bias);
       q = _mm512_min_epi32(q, hi);
       // Truncating (vpmovdb), as the scalar int8_t conversion, where 127/max overflowed to inf.
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + j), _mm512_cvtepi32_epi8(q));
+      const __m128i q8 = _mm512_cvtepi32_epi8(q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + j), q8);
+      b.bsums[j / 16] = int16_t(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8)));  // the stored int8s, as finish_block sums
     }
-    finish_block(b, iscale);
+    b.d = 1.0f / iscale;
   }
 }
 CKJIT_AVX512_INTRINSICS_END
