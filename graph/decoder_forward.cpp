@@ -53,7 +53,11 @@ class ChunkPass {
 
   void norm(int li, const float* w, const char* checkpoint) {
     OpScope op(obs_, "norm", li, {}, {m_}, {{checkpoint, xn_, E_}});
-    pool_.run(size_t(m_), [&](size_t r, int) { rms_norm(h_ + int64_t(r) * E_, w, xn_ + int64_t(r) * E_, E_, eps_); });
+    const int64_t groups = (m_ + 3) / 4;  // four rows per task: their sums interleave
+    pool_.run(size_t(groups), [&](size_t g, int) {
+      const int64_t r = int64_t(g) * 4;
+      rms_norm_vectors(h_ + r * E_, E_, w, xn_ + r * E_, E_, std::min<int64_t>(4, m_ - r), E_, eps_);
+    });
   }
 
   // The matmul inputs of `group` from x (k columns), quantized once per activation type.
@@ -92,8 +96,8 @@ class ChunkPass {
     auto qk_norm = [&](int64_t r) {
       float* qr = q_ + r * Q_;
       float* kr = k_ + r * KV_;
-      for (int64_t hh = 0; hh < hp_.n_head; ++hh) rms_norm(qr + hh * D_, L.q_norm, qr + hh * D_, D_, eps_);
-      for (int64_t hh = 0; hh < hp_.n_head_kv; ++hh) rms_norm(kr + hh * D_, L.k_norm, kr + hh * D_, D_, eps_);
+      rms_norm_vectors(qr, D_, L.q_norm, qr, D_, hp_.n_head, D_, eps_);
+      rms_norm_vectors(kr, D_, L.k_norm, kr, D_, hp_.n_head_kv, D_, eps_);
     };
     auto qk_rope = [&](int64_t r) {
       rope.apply(q_ + r * Q_, hp_.n_head, cos_ + r * D_ / 2, sin_ + r * D_ / 2);

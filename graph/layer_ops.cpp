@@ -21,6 +21,28 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
+void rms_norm_vectors(const float* x, int64_t ldx, const float* w, float* y, int64_t ldy, int64_t count, int64_t n, float eps) {
+  int64_t v = 0;
+  for (; v + 4 <= count; v += 4) {
+    const float *x0 = x + v * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      s0 += double(x0[i] * x0[i]);
+      s1 += double(x1[i] * x1[i]);
+      s2 += double(x2[i] * x2[i]);
+      s3 += double(x3[i] * x3[i]);
+    }
+    const double sums[4] = {s0, s1, s2, s3};
+    for (int64_t j = 0; j < 4; ++j) {
+      const float* xj = x + (v + j) * ldx;
+      float* yj = y + (v + j) * ldy;
+      const float scale = 1.0f / std::sqrt(float(sums[j] / double(n)) + eps);
+      for (int64_t i = 0; i < n; ++i) yj[i] = (xj[i] * scale) * w[i];
+    }
+  }
+  for (; v < count; ++v) rms_norm(x + v * ldx, w, y + v * ldy, n, eps);
+}
+
 __attribute__((target("avx2,fma,f16c"))) void to_f16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {

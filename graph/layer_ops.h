@@ -13,6 +13,10 @@ namespace ckjit::graph {
 // ggml rms_norm (x*x in float, sum in double, mean converted to float) followed by ggml_mul.
 // y may alias x.
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+// rms_norm of `count` vectors (x + i*ldx -> y + i*ldy; y may alias x), four at a time: their
+// double sums are independent chains that interleave (one chain is bound by the add latency).
+// Each vector's operations and order are rms_norm's: the same bits.
+void rms_norm_vectors(const float* x, int64_t ldx, const float* w, float* y, int64_t ldy, int64_t count, int64_t n, float eps);
 
 // Causal GQA attention over an f16 KV cache (keys/values of positions [0, n_kv) of one layer, row
 // stride kv_width halves). q: m rows of n_head*head_dim; row i is the query at position

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "graph/rope.h"
@@ -127,6 +128,26 @@ TEST_CASE("layer ops: rms_norm matches a double-precision reference") {
   for (float v : x) ss += double(v) * v;
   const double inv = 1.0 / std::sqrt(ss / 300 + 1e-6);
   for (int i = 0; i < 300; ++i) CHECK(y[i] == doctest::Approx(x[i] * inv * w[i]).epsilon(1e-6));
+}
+
+TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector, in place or not, for 1..9 vectors") {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd;
+  const int64_t n = 128, ld = 136;
+  std::vector<float> w(static_cast<size_t>(n));
+  for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+  for (int64_t count = 1; count <= 9; ++count) {
+    std::vector<float> x(static_cast<size_t>(count * ld));
+    for (auto& v : x) v = nd(rng) * (count % 2 ? 3.0f : 1e-3f);
+    std::vector<float> want(x.size(), 0.0f), got(x.size(), 0.0f), in_place = x;
+    for (int64_t v = 0; v < count; ++v) rms_norm(x.data() + v * ld, w.data(), want.data() + v * ld, n, 1e-6f);
+    rms_norm_vectors(x.data(), ld, w.data(), got.data(), ld, count, n, 1e-6f);
+    rms_norm_vectors(in_place.data(), ld, w.data(), in_place.data(), ld, count, n, 1e-6f);
+    CAPTURE(count);
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+    for (int64_t v = 0; v < count; ++v)
+      CHECK(std::memcmp(in_place.data() + v * ld, want.data() + v * ld, size_t(n) * 4) == 0);
+  }
 }
 
 TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k, k+64) and leaves llama.cpp's e pairs alone") {
