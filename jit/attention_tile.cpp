@@ -10,6 +10,10 @@
 namespace ckjit::jit {
 
 namespace {
+// The tile's register block: avx512 6 x 4, so that the value products of a 64-dim head are one
+// block of 4 panels (op=dense's 8 x 3 would split them 3 + 1); avx2 op=dense's 4 x 3.
+DenseBlock tile_block(IsaPath path) { return path == IsaPath::Avx512 ? DenseBlock{6, 4} : dense_block(path); }
+
 // The softmax step of `rows` rows of S (kKeyBlock apart): one row at a time (8 lanes), or four at
 // a time with 16-lane exps (avx512 blocks are whole 16-key panels). The same bits either way.
 void softmax_rows8(float* S, int64_t rows, int64_t nk, const int64_t* valid, float scale, float* m, float* l, float* alpha) {
@@ -35,7 +39,7 @@ struct AttentionTile::Accumulators {
 
 AttentionTile::AttentionTile(IsaPath path, int64_t head_dim, int64_t panel_keys, const std::vector<int64_t>& block_keys,
                              float scale, TensorType panel_type)
-    : P_(panel_cols(path)), mr_(dense_block(path).mr), nr_(dense_block(path).nr),
+    : P_(panel_cols(path)), mr_(tile_block(path).mr), nr_(tile_block(path).nr),
       head_dim_(head_dim), dpad_((head_dim + P_ - 1) / P_ * P_), panel_keys_(panel_keys),
       esize_(panel_type == TensorType::F32 ? 4 : 2), scale_(scale),
       softmax_(path == IsaPath::Avx512 ? softmax_rows16x4 : softmax_rows8),

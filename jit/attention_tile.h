@@ -71,7 +71,7 @@ class AttentionTile {
   void normalise(const TileRows& rows, const Accumulators& acc, float* out) const;
   GemmFn pv_kernel(int64_t nk, int mr, int nr) const;
   size_t pv_index(int64_t nk, int mr, int nr) const { return size_t(((nk / P_ - 1) * kMaxMr + mr - 1) * kMaxNr + nr - 1); }
-  int P_, mr_, nr_;  // jit::dense_block(path)
+  int P_, mr_, nr_;  // the tile's register block (attention_tile.cpp: tile_block)
   int64_t head_dim_, dpad_, panel_keys_, esize_;  // esize_: bytes per panel element
   float scale_;
   // jit/tile_softmax.h over a tile's rows: four rows at once in 16 lanes on avx512; the same bits.

@@ -53,14 +53,17 @@ class DenseEmitter : public Emitter {
     const int mr = spec_.mr, nr = spec_.nr;
     const int64_t step_bytes = kLanes * esize();
     const int64_t pstride = spec_.k * step_bytes;
-    const Reg64 W = rax, KOFF = r9, CNT = r10, Y = rcx, LDY = r8;
-    const Reg64 xr[6] = {rsi, r11, r12, r13, r14, r15};
+    // Activation rows: row i at [base[i / 3] + LDX * (i % 3)]; the bases advance with K.
+    const Reg64 W = rax, LDX = rdx, CNT = r10, Y = rcx, LDY = r8;
+    const Reg64 base[4] = {rsi, r11, r12, r13};
+    const int n_bases = (mr + 2) / 3;
     push(rbx), push(r12), push(r13), push(r14), push(r15);
 
     mov(W, ptr[rdi + offsetof(GemmArgs, w)]);
-    mov(xr[0], ptr[rdi + offsetof(GemmArgs, x)]);
-    mov(rdx, ptr[rdi + offsetof(GemmArgs, ldx)]);
-    for (int i = 1; i < mr; ++i) lea(xr[i], ptr[xr[i - 1] + rdx]);
+    mov(base[0], ptr[rdi + offsetof(GemmArgs, x)]);
+    mov(LDX, ptr[rdi + offsetof(GemmArgs, ldx)]);
+    lea(r9, ptr[LDX + LDX * 2]);  // 3 rows
+    for (int b = 1; b < n_bases; ++b) lea(base[b], ptr[base[b - 1] + r9]);
     mov(Y, ptr[rdi + offsetof(GemmArgs, y)]);
     mov(LDY, ptr[rdi + offsetof(GemmArgs, ldy)]);
 
@@ -75,23 +78,28 @@ class DenseEmitter : public Emitter {
         for (int j = 0; j < nr; ++j) zero(acc(i, j));
     }
 
+    auto row_addr = [&](int i, int64_t disp) {
+      const Reg64& b = base[i / 3];
+      if (i % 3 == 0) return ptr[b + disp];
+      if (i % 3 == 1) return ptr[b + LDX + disp];
+      return ptr[b + LDX * 2 + disp];
+    };
     auto step = [&](int u) {
       for (int j = 0; j < nr; ++j) load_weights(j, ptr[W + j * pstride + u * step_bytes]);
       for (int i = 0; i < mr; ++i) {
-        vbroadcastss(bcast(), ptr[xr[i] + KOFF + u * 4]);
+        vbroadcastss(bcast(), row_addr(i, u * 4));
         for (int j = 0; j < nr; ++j) vfmadd231ps(acc(i, j), wreg(j), bcast());
       }
     };
     const int U = 4;
     const int64_t iters = spec_.kc / U, rem = spec_.kc % U;
-    xor_(KOFF, KOFF);
     if (iters > 0) {
       mov(CNT, iters);
       Label loop;
       L(loop);
       for (int u = 0; u < U; ++u) step(u);
       add(W, U * step_bytes);
-      add(KOFF, U * 4);
+      for (int b = 0; b < n_bases; ++b) add(base[b], U * 4);
       dec(CNT);
       jnz(loop);
     }

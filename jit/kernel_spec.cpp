@@ -115,7 +115,7 @@ KernelSpec KernelSpec::parse(const std::string& text) {
 std::string dense_block_problem(IsaPath isa, int mr, int nr) {
   if (isa != IsaPath::Avx2 && isa != IsaPath::Avx512)
     return "op=dense has avx2 and avx512 emitters (the same float order at both widths)";
-  if (mr < 1 || mr > 6) return "mr must be 1..6";
+  if (mr < 1 || mr > 12) return "mr must be 1..12";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
   const int regs = isa == IsaPath::Avx512 ? 32 : 16;
   if (mr * nr + nr + 1 > regs)

@@ -54,7 +54,7 @@ IsaPath widest_dense_path(const topo::Isa& isa) {
 }
 
 DenseBlock dense_block(IsaPath isa) {
-  if (isa == IsaPath::Avx512) return {6, 4};
+  if (isa == IsaPath::Avx512) return {8, 3};  // each converted weight vector serves 8 rows
   if (isa == IsaPath::Avx2) return {4, 3};
   throw Error(std::string("op=dense has no ") + isa_name(isa) + " path (it runs on avx2 or avx512)");
 }

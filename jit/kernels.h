@@ -48,7 +48,8 @@ GemmFn dense_kernel(IsaPath isa, TensorType wtype, int mr, int nr, int64_t kc, i
 // The widest op=dense path that runs on `isa` (avx512 where it runs, else avx2; Error below AVX2).
 IsaPath widest_dense_path(const topo::Isa& isa);
 // The register block of an op=dense path: mr rows x nr panels (avx2: 4 x 3 of 16 ymm; avx512:
-// 6 x 4 of 32 zmm), the largest micro-tile that dense_block_problem accepts there.
+// 8 x 3 of 32 zmm), the largest nr that dense_block_problem accepts for that mr. (On Sapphire
+// Rapids 8 x 3 multiplies F16 panels from L2 ~9% faster than 6 x 4: fewer conversions per FMA.)
 struct DenseBlock {
   int mr, nr;
 };

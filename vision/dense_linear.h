@@ -73,8 +73,8 @@ class DenseLinear final : public VisionMatmul {
                 int64_t ldr) const;
 
   // Register blocks: avx2 4 x 3 (12 accumulators + 3 weights + 1 broadcast of 16 ymm), avx512
-  // 6 x 4 (24 + 4 + 1 of 32 zmm). Row tiles of about 64 rows, a multiple of mr.
-  static constexpr int kMaxMr = 6, kMaxNr = 4, kMaxRowTile = 66;
+  // 8 x 3 (24 + 3 + 1 of 32 zmm). Row tiles of about 64 rows, a multiple of mr.
+  static constexpr int kMaxMr = 8, kMaxNr = 4, kMaxRowTile = 66;
   void choose_path(const topo::Isa& isa);
   jit::IsaPath path_ = jit::IsaPath::Avx2;
   int panel_ = 8, mr_ = 4, nr_ = 3;

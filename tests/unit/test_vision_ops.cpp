@@ -48,6 +48,7 @@ int check_dense_path(jit::IsaPath isa, int max_mr, int max_nr) {
       for (int mr = 1; mr <= max_mr; ++mr)
         for (int nr = 1; nr <= max_nr; ++nr)
           for (bool acc : {false, true})
+            if (jit::dense_block_problem(isa, mr, nr).empty())  // blocks that fit the registers
             for (Epilogue ep : {Epilogue::Store, Epilogue::Bias, Epilogue::BiasResidual}) {
               const int64_t k = kc + 3;  // the panel stride is the whole K
               const int es = wt == TensorType::F32 ? 4 : 2;
@@ -89,7 +90,8 @@ TEST_CASE("op=dense kernel avx2: bit-identical to its scalar twin for every type
 
 TEST_CASE("op=dense kernel avx512: bit-identical to its scalar twin for every type / block / epilogue") {
   if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
-  CHECK(check_dense_path(jit::IsaPath::Avx512, 6, 4) == 3 * 3 * 6 * 4 * 2 * 3);
+  // Blocks of up to 12 rows with mr*nr + nr + 1 <= 32 zmm: 12 + 12 + 9 + 6 for nr = 1..4.
+  CHECK(check_dense_path(jit::IsaPath::Avx512, 12, 4) == 3 * 3 * 39 * 2 * 3);
 }
 
 TEST_CASE("op=dense specs: bad blocks and types are refused") {
@@ -98,8 +100,11 @@ TEST_CASE("op=dense specs: bad blocks and types are refused") {
   bad("op=dense,w=q4_K,a=f32,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=store");    // not a float weight
   bad("op=dense,w=f16,a=q8_K,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=store");    // not f32 rows
   bad("op=dense,w=f16,a=f32,isa=avxvnni,mr=4,nr=3,kc=8,k=8,ep=store");  // avx2 and avx512 only
-  bad("op=dense,w=f16,a=f32,isa=avx512,mr=7,nr=3,kc=8,k=8,ep=store");   // 6 row pointers
+  bad("op=dense,w=f16,a=f32,isa=avx512,mr=13,nr=1,kc=8,k=8,ep=store");  // 4 row bases of 3 rows
+  bad("op=dense,w=f16,a=f32,isa=avx512,mr=8,nr=4,kc=8,k=8,ep=store");   // 37 registers
   CHECK_NOTHROW(jit::KernelSpec::parse("op=dense,w=f16,a=f32,isa=avx512,mr=6,nr=4,kc=8,k=8,ep=store"));
+  CHECK_NOTHROW(jit::KernelSpec::parse("op=dense,w=f16,a=f32,isa=avx512,mr=8,nr=3,kc=8,k=8,ep=store"));
+  CHECK_NOTHROW(jit::KernelSpec::parse("op=dense,w=f16,a=f32,isa=avx512,mr=12,nr=2,kc=8,k=8,ep=store"));
   bad("op=dense,w=f16,a=f32,isa=avx2,mr=4,nr=3,kc=9,k=8,ep=store");     // kc > k
   bad("op=dense,w=f16,a=f32,isa=avx2,mr=4,nr=3,kc=8,k=8,ep=swiglu");
   bad("op=gemm,w=q4_K,a=q8_K,isa=avx2,mr=4,nr=1,k=256,acc=1");          // acc is dense-only
