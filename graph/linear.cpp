@@ -128,6 +128,11 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   if (!exact_decode_dot() && !uses_reference()) gguf::release_pages(t);
 }
 
+// Weight blocks the one-row (decode) kernels prefetch ahead (AVX-512 frame; the others ignore it):
+// the decode reads every weight once from DRAM. 2b decode on Sapphire Rapids, 2 threads: Gate-Up
+// 23.1 -> 24.4 GB/s at 4 (2 and 8 less); the sums are unchanged.
+constexpr int kDecodePrefetchBlocks = 4;
+
 // The first path of `paths` that serves `op`: the planner's blocks when its plan is for that path
 // (and generates), else the fixed blocks; a path whose emitter rejects the spec declines.
 Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual,
@@ -161,6 +166,7 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
     if (planned && planned->isa == path) {
       try {
         KernelSpec spec = *planned;
+        if (shape.m == 1) spec.pf = kDecodePrefetchBlocks;
         out.store = &jit::global_code_cache().get(spec);
         if (need_residual) {
           spec.epilogue = Epilogue::ResidualAdd;
@@ -175,9 +181,13 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
     }
     try {
       out = OpKernels{};
-      out.store = &jit::global_code_cache().get(spec_for(wtype_, atype_, path, k_, op, store_ep));
-      if (need_residual)
-        out.residual = &jit::global_code_cache().get(spec_for(wtype_, atype_, path, k_, op, Epilogue::ResidualAdd));
+      KernelSpec fixed = spec_for(wtype_, atype_, path, k_, op, store_ep);
+      if (shape.m == 1) fixed.pf = kDecodePrefetchBlocks;
+      out.store = &jit::global_code_cache().get(fixed);
+      if (need_residual) {
+        fixed.epilogue = Epilogue::ResidualAdd;
+        out.residual = &jit::global_code_cache().get(fixed);
+      }
       if (plan && lp) lp->note_fallback(shape, std::string("plan is for another path; ") + jit::isa_name(path) + " uses fixed blocks");
       return out;
     } catch (const Error&) {
