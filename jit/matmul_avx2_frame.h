@@ -190,6 +190,13 @@ class MatmulAvx2Frame : public MatmulFrame {
     return yT;
   }
 
+  // Pulls the weight blocks pf ahead into L2 (past-the-end prefetches are harmless).
+  void emit_prefetch(int ns) override {
+    if (spec_.pf > 0)
+      for (int st = 0; st < ns; ++st)
+        for (int64_t off = 0; off < block_bytes_; off += 64) prefetcht1(ptr[stream(st, spec_.pf * block_bytes_ + off)]);
+  }
+
   virtual void emit_load_act_scale(const Ymm& y, int m) { vbroadcastss(y, ptr[xrow(m, 0)]); }
 
   // acc = fma(float(v), f16(d)*D, acc) per (row, stream); v = S (or U into the min accumulator).

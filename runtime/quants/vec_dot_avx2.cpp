@@ -4,6 +4,9 @@
 
 namespace ckjit::quant {
 
+// Blocks ahead the Q6_K dot asks the cache for (as vec_dot_x2_avx512.cpp's two-row dot).
+constexpr int64_t kQ6Ahead = 4;
+
 // Lane L of the 8 int32 accumulators holds elements 4L..4L+3 of every 32-element chunk (the
 // _mm256_maddubs_epi16 / _mm256_madd_epi16 pairing); lanes 0-3 take the chunk's first 16-element
 // scale, lanes 4-7 the second. The -32 offset is removed with the bsums (C[L]) per super-block:
@@ -15,6 +18,8 @@ __attribute__((target("avx2,fma,f16c"))) float vec_dot_q6_K_q8_K_avx2(const Bloc
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
+    if (i + kQ6Ahead < nb)  // the weight row streams from DRAM in decode; no effect on the sums
+      for (int l = 0; l < 256; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + i + kQ6Ahead) + l, _MM_HINT_T0);
     const float d = y[i].d * _cvtsh_ss(x[i].d);
     const uint8_t* ql = x[i].ql;
     const uint8_t* qh = x[i].qh;

@@ -237,6 +237,13 @@ TEST_SUITE("jit") {
     for (int64_t m : {1, 2, 3}) check_matmul(q4k_spec(Op::Gemv, 1, 4, 2048, Epilogue::Store, a2), m, 37, uint32_t(m));
     for (int64_t m : {1, 2, 3, 17})
       check_matmul(q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2), m, 27, uint32_t(m * 5));
+    // The decode kernels prefetch (pf): results unchanged.
+    KernelSpec pf = q4k_spec(Op::Gemv, 1, 4, 2048, Epilogue::Store, a2);
+    pf.pf = 4;
+    check_matmul(pf, 1, 37, 9);
+    KernelSpec pf_swiglu = q4k_spec(Op::SwiGLU, 2, 2, 512, Epilogue::SwiGLU, a2);
+    pf_swiglu.pf = 4;
+    check_matmul(pf_swiglu, 1, 27, 10);
     CHECK_THROWS_AS(global_code_cache().get(q4k_spec(Op::Gemm, 4, 2, 256, Epilogue::Store, a2)), Error);
     // A kernel above the allowed ISA is still emitted (for inspection) but refuses to run.
     const JitKernel& wide = global_code_cache().get(q4k_spec(Op::Gemm, 2, 2, 256));
