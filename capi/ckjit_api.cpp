@@ -194,7 +194,8 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     lo.plan_rows = core->n_batch;  // the sessions' default chunk: what their prefill runs
     if (p.vision_precision) {
       const std::string vp = p.vision_precision;
-      if (vp != "f32" && vp != "int8") raise(CKJIT_ERR_INVALID_ARGUMENT, "vision_precision must be NULL, \"f32\" or \"int8\"");
+      if (vp != "f32" && vp != "int8" && vp != "bf16")
+        raise(CKJIT_ERR_INVALID_ARGUMENT, "vision_precision must be NULL, \"f32\", \"int8\" or \"bf16\"");
       lo.vision_precision = vision::parse_precision(vp);
     }
     lo.progress = progress;

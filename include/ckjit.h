@@ -87,7 +87,9 @@ typedef struct ckjit_model_params {
   int32_t find_mmproj;
   /* Also added in 0.2.x: how the vision tower multiplies. NULL or "f32" (default): f32 FMA, Q8_0
    * dequantized; "int8": every matrix as Q8_0 (float ones quantized at load) times Q8_0 activation
-   * rows: faster, image rows within the tolerance perf/RESULTS.md states. Same bits on every CPU. */
+   * rows: faster, image rows within the tolerance perf/RESULTS.md states. Same bits on every CPU.
+   * "bf16": weights and inputs rounded to BF16, AMX-BF16 tiles where granted (fastest there; the
+   * bits are that CPU's), elsewhere f32 FMA over the same bf16 values. */
   const char* vision_precision;
 } ckjit_model_params;
 

@@ -20,7 +20,7 @@ JitKernel::JitKernel(std::unique_ptr<Emitter> code) : code_(std::move(code)) {
   // to read+exec.
   code_->ready(Xbyak::CodeArray::PROTECT_RE);
   entry_ = code_->getCode();
-  runnable_ = isa_runs(code_->spec().isa, runtime_isa(), code_->spec().enc);
+  runnable_ = kernel_runs(code_->spec(), runtime_isa());
   if (std::getenv("CKJIT_PERF_MAP")) add_to_perf_map();
 }
 

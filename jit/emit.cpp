@@ -9,10 +9,11 @@ std::unique_ptr<Emitter> make_quantize_q8k_avx512_emitter(const KernelSpec& spec
 std::unique_ptr<Emitter> make_quantize_q8k_avx2_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_quantize_q80_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_dense_emitter(const KernelSpec& spec);
+std::unique_ptr<Emitter> make_amx_bf16_emitter(const KernelSpec& spec);
 
 std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
   spec.validate();
-  if (spec.op == Op::Dense) return make_dense_emitter(spec);  // validate() admits isa=avx2 and avx512
+  if (spec.op == Op::Dense) return spec.isa == IsaPath::Amx ? make_amx_bf16_emitter(spec) : make_dense_emitter(spec);
   if (spec.op == Op::Quantize) {
     // One Q8_0 quantizer for every non-AMX path; AVX-VNNI uses the AVX2 Q8_K one (it needs no VNNI).
     if (spec.atype == TensorType::Q8_0 && spec.isa != IsaPath::Amx) return make_quantize_q80_emitter(spec);

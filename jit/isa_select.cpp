@@ -19,6 +19,12 @@ bool isa_runs(IsaPath path, const topo::Isa& isa, VnniEncoding enc) {
   return false;
 }
 
+bool kernel_runs(const KernelSpec& spec, const topo::Isa& isa) {
+  if (!isa_runs(spec.isa, isa, spec.enc)) return false;
+  if (spec.isa == IsaPath::Amx && spec.op == Op::Dense) return isa.amx_bf16 && isa.avx512bf16;
+  return true;
+}
+
 std::vector<IsaPath> isa_paths(const topo::Isa& isa) {
   std::vector<IsaPath> out;
   for (IsaPath p : {IsaPath::Amx, IsaPath::Avx512, IsaPath::AvxVnni, IsaPath::Avx2})

@@ -113,8 +113,10 @@ KernelSpec KernelSpec::parse(const std::string& text) {
 }
 
 std::string dense_block_problem(IsaPath isa, int mr, int nr) {
+  if (isa == IsaPath::Amx)
+    return mr == kAmxDenseRows && nr == kAmxDensePanels ? "" : "op=dense on AMX works on 32 x 32 blocks (mr=32, nr=2)";
   if (isa != IsaPath::Avx2 && isa != IsaPath::Avx512)
-    return "op=dense has avx2 and avx512 emitters (the same float order at both widths)";
+    return "op=dense has avx2, avx512 and amx (bf16) emitters";
   if (mr < 1 || mr > 12) return "mr must be 1..12";
   if (nr < 1 || nr > 4) return "nr must be 1..4";
   const int regs = isa == IsaPath::Avx512 ? 32 : 16;
@@ -150,9 +152,16 @@ void KernelSpec::validate() const {
   if (op == Op::Dense) {
     std::string why = dense_block_problem(isa, mr, nr);
     if (!why.empty()) fail(why);
-    if (wtype != TensorType::F16 && wtype != TensorType::BF16 && wtype != TensorType::F32)
-      fail("op=dense takes f16, bf16 or f32 weights");
-    if (atype != TensorType::F32) fail("op=dense takes f32 activations (a=f32)");
+    if (isa == IsaPath::Amx) {
+      // AMX-BF16: bf16 weights times bf16 activation rows, the whole K per call, stored as is.
+      if (wtype != TensorType::BF16 || atype != TensorType::BF16) fail("op=dense on AMX takes bf16 weights and activations");
+      if (k % kAmxDenseK != 0 || kc != k) fail("op=dense on AMX needs k a multiple of 32 and kc = k");
+      if (epilogue != Epilogue::Store || accumulate) fail("op=dense on AMX stores its block (ep=store, acc=0)");
+    } else {
+      if (wtype != TensorType::F16 && wtype != TensorType::BF16 && wtype != TensorType::F32)
+        fail("op=dense takes f16, bf16 or f32 weights");
+      if (atype != TensorType::F32) fail("op=dense takes f32 activations (a=f32)");
+    }
     if (epilogue != Epilogue::Store && epilogue != Epilogue::Bias && epilogue != Epilogue::BiasResidual)
       fail("op=dense epilogues are store, bias and bias_residual");
     if (kc < 1 || k < kc) fail("op=dense needs 1 <= kc <= k (kc: elements per call, k: the whole K)");

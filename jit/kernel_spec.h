@@ -9,7 +9,8 @@
 namespace ckjit::jit {
 
 // Dense: float weights (F16, BF16, F32) times F32 activation rows, one micro-tile of mr rows x nr
-// panels over kc elements of K per call (the vision tower's matmuls; jit/dense_avx2_emitter.cpp).
+// panels over kc elements of K per call (the vision tower's matmuls; jit/dense_emitter.cpp); on
+// AMX, BF16 weights times BF16 rows in 32 x 32 blocks (jit/amx_bf16_emitter.cpp).
 enum class Op { Quantize, Gemm, Gemv, SwiGLU, Dense };
 // Avx2: ymm, vpmaddubsw + vpmaddwd. AvxVnni: the same ymm kernels with vpdpbusd / vpdpwssd (16 ymm
 // registers). Avx512: zmm + AVX512-VNNI. Amx: AMX-INT8 tiles.
@@ -81,7 +82,8 @@ inline bool amx_serves_rows(int64_t m) { return m >= kAmxTileRows; }
 // block fits, else why not. AMX tiles have their own rule (mr = 16).
 std::string register_block_problem(IsaPath isa, Op op, int mr, int nr);
 // The same for op=dense: one accumulator per (row, panel), one register per panel, one broadcast:
-// mr*nr + nr + 1 <= 16 ymm.
+// mr*nr + nr + 1 <= 16 ymm. On AMX (bf16) the block is fixed: 2 x 2 tiles of 16 x 16 floats.
+inline constexpr int kAmxDenseRows = 32, kAmxDensePanels = 2, kAmxDenseK = 32;
 std::string dense_block_problem(IsaPath isa, int mr, int nr);
 
 }  // namespace ckjit::jit

@@ -3,12 +3,33 @@
 #include <cmath>
 #include <cstring>
 
+#include "jit/amx_bf16_layout.h"
 #include "jit/reference.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {
 
+// The AMX-BF16 block kernel's twin: the same products (bf16 x bf16, exact in f32) summed by one
+// FMA chain over K; tdpbf16ps sums them its own way, so the two agree within bf16 rounding only.
+static void reference_amx_bf16(const KernelSpec& spec, const GemmArgs* a) {
+  const AmxBf16Layout lay{kAmxDenseRows, spec.k};
+  for (int64_t i = 0; i < a->m; ++i) {
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a->x) + i * a->ldx);
+    float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a->y) + i * a->ldy);
+    for (int c = 0; c < kAmxDenseRows; ++c) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < spec.k; ++k) {
+        uint16_t h;
+        std::memcpy(&h, a->w + lay.offset(c, k), 2);
+        acc = std::fma(quant::bf16_to_f32(x[k]), quant::bf16_to_f32(h), acc);
+      }
+      y[c] = acc;
+    }
+  }
+}
+
 void reference_dense(const KernelSpec& spec, const GemmArgs* a) {
+  if (spec.isa == IsaPath::Amx) return reference_amx_bf16(spec, a);
   const int es = spec.wtype == TensorType::F32 ? 4 : 2;
   const int P = panel_cols(spec.isa);
   const int64_t pstride = spec.k * P * es;

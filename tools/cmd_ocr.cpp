@@ -35,7 +35,7 @@ int ocr_main(const std::vector<std::string>& args) {
       ("prompt,p", po::value<std::string>(), "instruction after each page image (one chat turn)")
       ("n-predict,n", po::value<int>()->default_value(256), "most tokens per page")
       ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
-      ("vision-precision", po::value<std::string>()->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster), as in ckjit run")
+      ("vision-precision", po::value<std::string>()->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
       ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed (the same for every page)")

@@ -116,8 +116,9 @@ int run_main(const std::vector<std::string>& args) {
        "llama (llama.cpp's flash-attention rows, f16 accumulator; the default with --llama-order)")
       ("vision-precision", po::value<std::string>()->default_value("f32"),
        "how the vision tower multiplies: f32 (default; Q8_0 weights dequantized) | int8 (every matrix as Q8_0, float ones "
-       "quantized at load, times Q8_0 activation rows: faster, image rows within the tolerance in perf/RESULTS.md); "
-       "the same bits on every CPU either way")
+       "quantized at load, times Q8_0 activation rows: faster, image rows within the tolerance in perf/RESULTS.md; "
+       "the same bits on every CPU) | bf16 (weights and inputs rounded to BF16, AMX-BF16 tiles where granted: fastest "
+       "there, bits of this CPU only; elsewhere f32 FMA over the bf16 values)")
       ("profile", "print where the time went: per phase, each op kind (ms, %, GMAC/s, weight GB/s) and each layer")
       ("prompt,p", po::value<std::string>(), "prompt text")
       ("file,f", po::value<std::string>(), "read the prompt from a file")

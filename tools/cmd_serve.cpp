@@ -35,7 +35,7 @@ static int serve_main(const std::vector<std::string>& args) {
       ("allow-local-images", po::bool_switch(&L.allow_local_images), "accept file:// URLs and absolute paths as image_url (else 403)")
       ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
       ("max-isa", po::value(&o.max_isa), "cap the instruction set: avx2, avxvnni, avx512, amx")
-      ("vision-precision", po::value(&o.vision_precision)->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster), as in ckjit run")
+      ("vision-precision", po::value(&o.vision_precision)->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
       ("no-profile", po::bool_switch(&no_profile), "ignore this machine's tuned profile (ckjit tune)")
       ("help,h", "show this help");
   po::variables_map vm;

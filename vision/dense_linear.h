@@ -35,6 +35,9 @@ class DenseLinear final : public VisionMatmul {
   DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std::vector<float> bias, TensorType round_input,
               const topo::Isa& isa, int threads, TensorType packed = TensorType::F32);
 
+  // Names a matrix built from f32 rows after the tensor it came from (reports and profiles).
+  void set_name(const std::string& name) { name_ = name; }
+
   int64_t n() const override { return n_; }
   int64_t k() const override { return k_; }
   TensorType input_type() const { return round_; }

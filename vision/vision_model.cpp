@@ -9,6 +9,7 @@
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/amx_bf16_linear.h"
 #include "vision/int8_linear.h"
 
 namespace ckjit::vision {
@@ -16,6 +17,14 @@ namespace {
 
 const float* f32_data(const gguf::GgufFile& f, const std::string& name) {
   return reinterpret_cast<const float*>(f.tensor(name).data);
+}
+
+// A GGUF matrix of any vision type as f32 rows (n rows of k).
+std::vector<float> rows_f32(const gguf::TensorInfo& t) {
+  const int64_t k = t.ne[0], n = t.n_rows();
+  std::vector<float> out(size_t(n * k));
+  for (int64_t r = 0; r < n; ++r) quant::dequantize_row(t.type.type, t.data + r * t.row_bytes(), out.data() + r * k, k);
+  return out;
 }
 
 // Whether a matrix of this type runs in int8 under `precision`.
@@ -27,15 +36,16 @@ std::unique_ptr<VisionMatmul> matmul(const gguf::GgufFile& f, const std::string&
                                      int threads, VisionPrecision precision) {
   const gguf::TensorInfo& t = f.tensor(w);
   if (runs_int8(t, precision)) return std::make_unique<Int8Linear>(t, f.tensor(b), isa, threads);
+  if (precision == VisionPrecision::bf16) {
+    if (AmxBf16Linear::runs(t, isa)) return std::make_unique<AmxBf16Linear>(t, f.tensor(b), isa, threads);
+    // No AMX-BF16 here: the same bf16 values in f32 FMA chains.
+    const float* bias = f32_data(f, b);
+    auto lin = std::make_unique<DenseLinear>(rows_f32(t), t.ne[1], t.ne[0], std::vector<float>(bias, bias + t.ne[1]),
+                                             TensorType::BF16, isa, threads, TensorType::BF16);
+    lin->set_name(w);
+    return lin;
+  }
   return std::make_unique<DenseLinear>(t, f.tensor(b), isa, threads);
-}
-
-// A GGUF matrix of any vision type as f32 rows (n rows of k).
-std::vector<float> rows_f32(const gguf::TensorInfo& t) {
-  const int64_t k = t.ne[0], n = t.n_rows();
-  std::vector<float> out(size_t(n * k));
-  for (int64_t r = 0; r < n; ++r) quant::dequantize_row(t.type.type, t.data + r * t.row_bytes(), out.data() + r * k, k);
-  return out;
 }
 
 void grow(std::vector<float>& v, int64_t n) {
@@ -45,13 +55,14 @@ void grow(std::vector<float>& v, int64_t n) {
 }  // namespace
 
 const char* precision_name(VisionPrecision p) {
-  return p == VisionPrecision::int8 ? "int8" : "f32";
+  return p == VisionPrecision::int8 ? "int8" : p == VisionPrecision::bf16 ? "bf16" : "f32";
 }
 
 VisionPrecision parse_precision(const std::string& text) {
   if (text == "f32") return VisionPrecision::f32;
   if (text == "int8") return VisionPrecision::int8;
-  throw Error("unknown vision precision '" + printable_ascii(text) + "' (f32 or int8)", ErrorKind::invalid_argument);
+  if (text == "bf16") return VisionPrecision::bf16;
+  throw Error("unknown vision precision '" + printable_ascii(text) + "' (f32, int8 or bf16)", ErrorKind::invalid_argument);
 }
 
 VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool, VisionPrecision precision)
@@ -156,7 +167,8 @@ double VisionModel::load_bytes(const gguf::GgufFile& file, VisionPrecision preci
       bytes += Int8Linear::packed_bytes_for(t.ne[1], t.ne[0]);
       continue;
     }
-    const bool half = t.type.type == TensorType::F16 || t.type.type == TensorType::BF16;
+    const bool bf16 = precision == VisionPrecision::bf16 && t.n_dims == 2 && std::string(t.name).rfind("v.patch_embd", 0) != 0;
+    const bool half = bf16 || t.type.type == TensorType::F16 || t.type.type == TensorType::BF16;
     bytes += double(t.n_elements) * (half ? 2.0 : 4.0);
   }
   return bytes;

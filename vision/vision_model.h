@@ -38,12 +38,16 @@ struct ImageEmbedding {
 // f32 is the default: a Q8_0 mmproj in int8 (Q8_0 activations, as llama.cpp's vec_dot type) was
 // measured further from llama.cpp's image rows than its f32 (1 - cos 1.75e-4 vs 1.3e-4, fixture
 // q80-grey), so int8 stays a speed option with its stated tolerance (perf/RESULTS.md).
+// bf16 rounds weights and inputs to BF16: with AMX-BF16 tiles where they are granted (fast, the
+// hardware's sums: same bits for any thread count on one CPU, not across CPUs), else the f32 FMA
+// chains over the same bf16 values (no faster than f32); tolerance in tests/unit/test_vision_bf16.cpp.
 enum class VisionPrecision {
   f32,   // every matrix in f32 FMA panels (Q8_0 dequantized losslessly)
   int8,  // every matrix whose K is whole Q8_0 blocks in int8: float ones quantized to Q8_0 at load
+  bf16,  // every matrix in bf16 x bf16 products with f32 sums (AMX-BF16 where granted)
 };
 const char* precision_name(VisionPrecision p);
-// "f32", "int8"; Error otherwise.
+// "f32", "int8", "bf16"; Error otherwise.
 VisionPrecision parse_precision(const std::string& text);
 
 class VisionModel {

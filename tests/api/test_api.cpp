@@ -573,7 +573,7 @@ TEST_CASE("api: find_mmproj takes the projector beside the model, names it, and 
   ckjit_model_free(found);
 }
 
-TEST_CASE("api: vision_precision int8 reads the page and an unknown precision is an invalid argument") {
+TEST_CASE("api: vision_precision int8 and bf16 read the page and an unknown precision is an invalid argument") {
   ckjit_model_params mp;
   ckjit_model_params_default(&mp);
   CHECK(mp.vision_precision == nullptr);  // the default: f32
@@ -581,12 +581,15 @@ TEST_CASE("api: vision_precision int8 reads the page and an unknown precision is
   mp.n_ctx = 512;
   mp.use_profile = 0;
   mp.n_batch = 64;
-  mp.vision_precision = "int8";
-  ckjit_model* m = nullptr;
-  REQUIRE_MESSAGE(ckjit_model_load(pair().model.c_str(), pair().mmproj.c_str(), &mp, &m) == CKJIT_OK, ckjit_last_error());
   const std::string img = image_path("square-64.png");
-  CHECK_FALSE(run(m, "Read " CKJIT_MEDIA_MARKER " this.", img.c_str()).empty());
-  ckjit_model_free(m);
+  for (const char* precision : {"int8", "bf16"}) {
+    CAPTURE(precision);
+    mp.vision_precision = precision;
+    ckjit_model* m = nullptr;
+    REQUIRE_MESSAGE(ckjit_model_load(pair().model.c_str(), pair().mmproj.c_str(), &mp, &m) == CKJIT_OK, ckjit_last_error());
+    CHECK_FALSE(run(m, "Read " CKJIT_MEDIA_MARKER " this.", img.c_str()).empty());
+    ckjit_model_free(m);
+  }
   mp.vision_precision = "int4";
   ckjit_model* bad = nullptr;
   CHECK(ckjit_model_load(pair().model.c_str(), pair().mmproj.c_str(), &mp, &bad) == CKJIT_ERR_INVALID_ARGUMENT);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <unistd.h>
 
 #include "cli_run.h"
@@ -139,6 +140,57 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
   MESSAGE("--vision-precision int8 against f32: worst row-slice cosine " << worst);
   CHECK(worst >= 0.999);
   CHECK(rows_of[0] != rows_of[1]);
+  fs::remove_all(dir);
+}
+
+// --vision-precision bf16 is not bound by the contract across CPUs (AMX's tdpbf16ps sums in its
+// own order), but its two implementations each keep their bits: the AMX tiles for any thread
+// count, the f32 FMA fallback for any cap below AMX and any thread count; both within cosine
+// 0.999 of the f32 rows (the 2b page: 0.99998, perf/RESULTS.md) and not equal to them.
+TEST_CASE("bf16 vision precision: each implementation's bits for every cap and thread count, within tolerance of f32") {
+  const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_bf16_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  REQUIRE(run_ckjit("synth -q --preset tiny --seed 8 --name v --out '" + dir.string() + "'").status == 0);
+  const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "resize-333x117.png";
+  auto rows = [&](const std::string& cap, int t, const std::string& flag) {
+    CliResult r = run_ckjit("run -m '" + (dir / "v-Q4_K_M.gguf").string() + "' --mmproj '" + (dir / "mmproj-v-f16.gguf").string() +
+                                "' --image '" + img.string() + "' -p 'What does it say?' -n 1 --dump-embd '" +
+                                (dir / "rows.f32").string() + "' -t " + std::to_string(t) + flag,
+                            "CKJIT_MAX_ISA=" + cap);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    return slurp(dir / "rows.f32");
+  };
+  const topo::Isa cpu = topo::detect_isa();
+  const std::string f32 = rows("avx2", 2, "");
+  std::map<std::string, std::string> first;  // implementation -> its rows
+  for (jit::IsaPath p : {jit::IsaPath::Avx2, jit::IsaPath::AvxVnni, jit::IsaPath::Avx512, jit::IsaPath::Amx}) {
+    if (!jit::isa_runs(p, cpu)) continue;
+    const std::string cap = jit::isa_name(p);
+    const bool amx = p == jit::IsaPath::Amx && cpu.amx_bf16 && cpu.avx512bf16;
+    const std::string impl = amx ? "amx-bf16 tiles" : "f32 FMA over bf16";
+    for (int t : {1, 2, 3}) {
+      CAPTURE(cap);
+      CAPTURE(t);
+      const std::string got = rows(cap, t, " --vision-precision bf16");
+      if (!first.count(impl)) first[impl] = got;
+      else CHECK(got == first[impl]);
+    }
+  }
+  for (const auto& [impl, got] : first) {
+    REQUIRE(got.size() == f32.size());
+    const float* a = reinterpret_cast<const float*>(f32.data());
+    const float* b = reinterpret_cast<const float*>(got.data());
+    const size_t E = 256, slices = f32.size() / 4 / E;
+    double worst = 1.0;
+    for (size_t s = 0; s < slices; ++s) {
+      double ab = 0, aa = 0, bb = 0;
+      for (size_t i = s * E; i < (s + 1) * E; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+      worst = std::min(worst, ab / std::sqrt(aa * bb));
+    }
+    MESSAGE("--vision-precision bf16 (" << impl << ") against f32: worst row-slice cosine " << worst);
+    CHECK(worst >= 0.999);
+    CHECK(got != f32);
+  }
   fs::remove_all(dir);
 }
 }  // TEST_SUITE

@@ -150,7 +150,7 @@ TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exi
   }
   SUBCASE("a missing image") { expect(run_args(p, "--image " + q(p.dir / "none.png")), "none.png"); }
   SUBCASE("an unknown vision precision") {
-    expect(run_args(p, "--image " + q(p.image("square-64.png")), "--vision-precision bf8"), "unknown vision precision 'bf8' (f32 or int8)");
+    expect(run_args(p, "--image " + q(p.image("square-64.png")), "--vision-precision bf8"), "unknown vision precision 'bf8' (f32, int8 or bf16)");
   }
   SUBCASE("an mmproj of another architecture") {
     expect("run -m " + q(p.model) + " --mmproj " + q(p.model) + " --image " + q(p.image("square-64.png")) + " -p x",

@@ -18,37 +18,17 @@
 #include "topology/workers.h"
 #include "vision/int8_linear.h"
 #include "skip.h"
+#include "vision_test_matrix.h"
 
 using namespace ckjit;
 
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using test::randn;
 
-// A [k, n] tensor of `type` over `bytes` (n rows of k elements), and its F32 bias.
-struct Matrix {
-  std::vector<uint8_t> bytes;
-  std::vector<float> bias;
-  gguf::TensorInfo w, b;
-  Matrix(TensorType type, int64_t n, int64_t k, uint32_t seed) {
-    const auto wf = randn(size_t(n * k), seed, 0.05f);
-    bias = randn(size_t(n), seed + 1);
-    const TensorTypeInfo& ti = tensor_type_info(type);
-    const int64_t row = k / ti.block_elems * ti.block_bytes;
-    bytes.resize(size_t(n * row));
-    for (int64_t r = 0; r < n; ++r) quant::quantize_row(type, wf.data() + r * k, bytes.data() + r * row, k);
-    w.name = "v.test.weight", w.type = ti, w.n_dims = 2, w.ne = {k, n, 1, 1}, w.n_elements = n * k;
-    w.n_bytes = bytes.size(), w.data = bytes.data();
-    b.name = "v.test.bias", b.type = tensor_type_info(TensorType::F32), b.n_dims = 1, b.ne = {n, 1, 1, 1};
-    b.n_elements = n, b.n_bytes = uint64_t(n * 4), b.data = reinterpret_cast<const uint8_t*>(bias.data());
-  }
-  // Row r of the weights as Q8_0 blocks (a Q8_0 tensor's own; a float one quantized as at load).
+// A VisionMatrix with its weight rows as Q8_0 blocks (a Q8_0 tensor's own; a float one quantized as at load).
+struct Matrix : test::VisionMatrix {
+  using VisionMatrix::VisionMatrix;
   std::vector<quant::BlockQ8_0> q8_row(int64_t r) const {
     const int64_t k = w.ne[0];
     const uint8_t* row = w.data + r * int64_t(w.row_bytes());
@@ -56,8 +36,7 @@ struct Matrix {
     if (w.type.type == TensorType::Q8_0) {
       std::memcpy(q.data(), row, q.size() * sizeof(q[0]));
     } else {
-      std::vector<float> f(static_cast<size_t>(k));
-      quant::dequantize_row(w.type.type, row, f.data(), k);
+      const std::vector<float> f = row_f32(r);
       quant::quantize_row(TensorType::Q8_0, f.data(), q.data(), k);
     }
     return q;

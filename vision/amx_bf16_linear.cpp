@@ -1,0 +1,163 @@
+#include "vision/amx_bf16_linear.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "jit/amx_bf16_layout.h"
+#include "jit/executor.h"
+#include "jit/isa_select.h"
+#include "jit/reference.h"
+#include "runtime/error.h"
+#include "runtime/gcc12_avx512_warnings.h"
+#include "runtime/quants/quants.h"
+#include "vision/vision_ops.h"
+
+namespace ckjit::vision {
+namespace {
+
+constexpr int64_t kRows = jit::kAmxDenseRows, kCols = jit::AmxBf16Layout::kPairCols;
+
+jit::KernelSpec block_spec(int64_t k) {
+  jit::KernelSpec s;
+  s.op = jit::Op::Dense, s.wtype = TensorType::BF16, s.atype = TensorType::BF16, s.isa = jit::IsaPath::Amx;
+  s.mr = jit::kAmxDenseRows, s.nr = jit::kAmxDensePanels, s.kc = int(k), s.k = k;
+  return s;
+}
+
+CKJIT_AVX512_INTRINSICS_BEGIN
+// x -> bf16 (nearest even), n elements; the AMX path only, so AVX512-BF16 is there.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16_rows(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i))));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+    _mm256_mask_storeu_epi16(y + i, m, reinterpret_cast<__m256i>(v));
+  }
+}
+CKJIT_AVX512_INTRINSICS_END
+
+}  // namespace
+
+bool AmxBf16Linear::runs(const gguf::TensorInfo& w, const topo::Isa& isa) {
+  return w.ne[0] > 0 && w.ne[0] % jit::kAmxDenseK == 0 && jit::kernel_runs(block_spec(w.ne[0]), isa);
+}
+
+AmxBf16Linear::AmxBf16Linear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads)
+    : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
+  if (w.ne[2] != 1 || w.ne[3] != 1 || n_ < 1 || k_ < 1) throw Error(name_ + ": not a matrix (" + w.shape_string() + ")");
+  if (!runs(w, isa)) throw Error(name_ + ": no AMX-BF16 kernel for k = " + std::to_string(k_) + " on this CPU");
+  if (bias.type.type != TensorType::F32 || bias.n_elements != n_)
+    throw Error(std::string(bias.name) + ": bias must be F32 [" + std::to_string(n_) + "]");
+  if (file_type_ != TensorType::Q8_0 && file_type_ != TensorType::F16 && file_type_ != TensorType::BF16 &&
+      file_type_ != TensorType::F32)
+    throw Error(name_ + ": type " + std::string(w.type.name) + " has no vision kernel (F16, BF16, F32, Q8_0)");
+  bias_.assign(reinterpret_cast<const float*>(bias.data), reinterpret_cast<const float*>(bias.data) + n_);
+  kernel_ = &jit::global_code_cache().get(block_spec(k_));
+
+  // Column pairs split over the repack workers: a pair's 32 rows dequantized to f32, then its B
+  // tiles written in order (rounded to bf16); the columns past n stay zero.
+  const jit::AmxBf16Layout lay{n_, k_};
+  layout_bytes_ = lay.bytes();
+  w_ = jit::alloc_packed(size_t(layout_bytes_), name_.c_str());
+  const int tasks = int(std::max<int64_t>(1, std::min<int64_t>(std::max(1, threads), lay.pairs())));
+  jit::run_repack_tasks(tasks, [&](int t) {
+    std::vector<float> rows(static_cast<size_t>(kCols * k_));
+    for (int64_t p = lay.pairs() * t / tasks; p < lay.pairs() * (t + 1) / tasks; ++p) {
+      const int64_t c0 = p * kCols, cols = std::min(n_, c0 + kCols) - c0;
+      std::fill(rows.begin() + cols * k_, rows.end(), 0.0f);
+      for (int64_t c = 0; c < cols; ++c)
+        quant::dequantize_row(file_type_, w.data + (c0 + c) * int64_t(w.row_bytes()), rows.data() + c * k_, k_);
+      uint16_t* out = reinterpret_cast<uint16_t*>(w_.get() + p * lay.pair_bytes());
+      for (int64_t s = 0; s < lay.steps(); ++s)
+        for (int64_t panel = 0; panel < 2; ++panel)
+          for (int64_t j = 0; j < 16; ++j)
+            for (int64_t c = panel * 16; c < panel * 16 + 16; ++c) {
+              const float* src = rows.data() + c * k_ + s * jit::AmxBf16Layout::kStepK + 2 * j;
+              *out++ = quant::f32_to_bf16(src[0]);
+              *out++ = quant::f32_to_bf16(src[1]);
+            }
+    }
+  });
+
+  const std::string kernel = std::string("jit dense amx ") + kernel_->spec().to_string() + " (tdpbf16ps, bias and residual after)";
+  desc_ = OpDesc{n_, k_, tensor_type_info(file_type_).name, "bf16", kernel, kernel};
+  const std::string prep = "f32 -> bf16 rows (vcvtneps2bf16)";
+  prepare_desc_ = OpDesc{0, k_, "", "f32 -> bf16", prep, prep};
+}
+
+std::string AmxBf16Linear::describe() const {
+  return name_ + " " + tensor_type_info(file_type_).name + " [" + std::to_string(k_) + " x " + std::to_string(n_) +
+         "] -> bf16 amx " + kernel_->spec().to_string() + " (rounded to BF16 at load)";
+}
+
+void AmxBf16Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const {
+  uint16_t* out = reinterpret_cast<uint16_t*>(xr);
+  for_rows(pool, m, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      if (jit::scalar_twins()) {
+        for (int64_t kk = 0; kk < k_; ++kk) out[i * k_ + kk] = quant::f32_to_bf16(x[i * ldx + kk]);
+      } else {
+        to_bf16_rows(x + i * ldx, out + i * k_, k_);
+      }
+    }
+  });
+}
+
+void AmxBf16Linear::matmul(Workers& pool, const float* xr, int64_t m, float* y, int64_t ldy, const float* residual,
+                           int64_t ldr) const {
+  if (m <= 0) return;
+  const uint16_t* x = reinterpret_cast<const uint16_t*>(xr);
+  const jit::AmxBf16Layout lay{n_, k_};
+  // Row groups of whole 32-row blocks whose bf16 rows fit in about half of L2 (they are reused for
+  // every column pair of the task); column pairs split so there are at least 4 tasks per worker.
+  const int64_t blocks = (m + kRows - 1) / kRows;
+  const int64_t group = std::clamp<int64_t>((768 * 1024) / (kRows * k_ * 2), 1, 16);
+  const int64_t row_groups = (blocks + group - 1) / group;
+  const int64_t want = std::max<int64_t>(1, (4 * int64_t(pool.size()) + row_groups - 1) / row_groups);
+  const int64_t pair_chunk = std::max<int64_t>(1, (lay.pairs() + want - 1) / want);
+  const int64_t col_groups = (lay.pairs() + pair_chunk - 1) / pair_chunk;
+  const int64_t full_rows = m / kRows * kRows;
+  pool.run(size_t(row_groups * col_groups), [&](size_t task, int) {
+    const int64_t rg = int64_t(task) / col_groups, cg = int64_t(task) % col_groups;
+    const int64_t r0 = rg * group * kRows, r1 = std::min(m, r0 + group * kRows);
+    const int64_t body = std::max<int64_t>(0, std::min(r1, full_rows) - r0);  // whole blocks read in place
+    // The partial last block, zero-padded to 32 rows, and the f32 block results of one pair.
+    thread_local std::vector<uint16_t> tail;
+    thread_local std::vector<float> c;
+    if (r1 > r0 + body) {
+      tail.assign(size_t(kRows * k_), 0);
+      std::memcpy(tail.data(), x + (r0 + body) * k_, size_t((r1 - r0 - body) * k_) * 2);
+    }
+    c.resize(size_t(group * kRows * kCols));
+    for (int64_t p = cg * pair_chunk; p < std::min(lay.pairs(), (cg + 1) * pair_chunk); ++p) {
+      jit::GemmArgs a;
+      a.w = w_.get() + p * lay.pair_bytes();
+      a.ldx = k_ * 2, a.ldy = kCols * 4, a.n = kCols;
+      auto run = [&](const uint16_t* rows, int64_t count, float* out) {
+        a.x = rows, a.m = count, a.y = out;
+        if (jit::scalar_twins()) jit::reference_kernel(kernel_->spec(), &a);
+        else kernel_->as<jit::GemmFn>()(&a);
+      };
+      if (body > 0) run(x + r0 * k_, body, c.data());
+      if (r1 > r0 + body) run(tail.data(), kRows, c.data() + body * kCols);
+      const int64_t c0 = p * kCols, cols = std::min(n_, c0 + kCols) - c0;
+      for (int64_t i = r0; i < r1; ++i) {
+        const float* ci = c.data() + (i - r0) * kCols;
+        float* yi = y + i * ldy + c0;
+        const float* b = bias_.data() + c0;
+        if (residual) {
+          const float* ri = residual + i * ldr + c0;
+          for (int64_t j = 0; j < cols; ++j) yi[j] = (ci[j] + b[j]) + ri[j];
+        } else {
+          for (int64_t j = 0; j < cols; ++j) yi[j] = ci[j] + b[j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace ckjit::vision
