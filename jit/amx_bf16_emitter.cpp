@@ -1,5 +1,7 @@
-// op=dense on AMX-BF16: y (32 x 32 f32 block) = x (32 rows of K bf16) times W (one column pair of
-// jit/amx_bf16_layout.h), for every 32-row block of GemmArgs::m (a multiple of 32). Tiles: C 0..3
+// op=dense on AMX-BF16: y = x (rows of K bf16, ldx bytes apart) times W (column pairs of
+// jit/amx_bf16_layout.h), for every 32-row block of GemmArgs::m and every 32-column pair of
+// GemmArgs::n (both multiples of 32; GemmArgs::ldr: the bytes from one pair of W to the next, its
+// packed K x 64, so a caller may start inside a longer K). Tiles: C 0..3
 // (2 x 2 blocks of 16 x 16 floats), A 4..5 (16 rows x 32 bf16), B 6..7 (16 pair rows x 16 columns).
 // Per K step of 32: two A and two B tile loads, four tdpbf16ps. The block is stored as is; bias and
 // residual are the caller's (vision/amx_bf16_linear.cpp).
@@ -22,10 +24,11 @@ class AmxBf16Dense : public Emitter {
  private:
   void generate() {
     using namespace Xbyak;
+    // rdi stays the GemmArgs pointer: n and ldr are read from it per row block / pair.
     const Reg64 a_rows = r8, ldx = r9, w = r10, y = r11, ldy = rcx, m = rdx;
-    const Reg64 a0 = rsi, a1 = rbx, b = rax, a16 = r12, b_stride = r13, steps = r14, y16 = r15;
-    Label cfg, rows, kloop, done;
-    push(rbx), push(r12), push(r13), push(r14), push(r15);
+    const Reg64 a0 = rsi, a1 = rbx, b = rax, wp = r12, b_stride = r13, steps = r14, yp = r15, cols = rbp;
+    Label cfg, rows, pairs, kloop, done;
+    push(rbx), push(rbp), push(r12), push(r13), push(r14), push(r15);
     mov(a_rows, ptr[rdi + offsetof(GemmArgs, x)]);
     mov(ldx, ptr[rdi + offsetof(GemmArgs, ldx)]);
     mov(w, ptr[rdi + offsetof(GemmArgs, w)]);
@@ -36,11 +39,14 @@ class AmxBf16Dense : public Emitter {
     jle(done, T_NEAR);
     ldtilecfg(ptr[rip + cfg]);
     mov(b_stride, 64);
-    mov(a16, ldx), shl(a16, 4);
-    mov(y16, ldy), shl(y16, 4);
     L(rows);
+    mov(wp, w), mov(yp, y);
+    mov(cols, ptr[rdi + offsetof(GemmArgs, n)]);
+    L(pairs);
     for (int t = 0; t < 4; ++t) tilezero(Tmm(t));
-    mov(a0, a_rows), lea(a1, ptr[a_rows + a16]), mov(b, w);
+    mov(a0, a_rows);
+    mov(a1, ldx), shl(a1, 4), add(a1, a_rows);
+    mov(b, wp);
     mov(steps, spec_.k / AmxBf16Layout::kStepK);
     L(kloop);
     tileloadd(tmm4, ptr[a0 + ldx]);
@@ -54,18 +60,22 @@ class AmxBf16Dense : public Emitter {
     add(a0, 64), add(a1, 64), add(b, AmxBf16Layout::kStepBytes);
     dec(steps);
     jnz(kloop);
-    tilestored(ptr[y + ldy], tmm0);
-    tilestored(ptr[y + ldy + 64], tmm1);
-    lea(b, ptr[y + y16]);
+    tilestored(ptr[yp + ldy], tmm0);
+    tilestored(ptr[yp + ldy + 64], tmm1);
+    mov(b, ldy), shl(b, 4), add(b, yp);
     tilestored(ptr[b + ldy], tmm2);
     tilestored(ptr[b + ldy + 64], tmm3);
-    lea(a_rows, ptr[a_rows + a16 * 2]);
-    lea(y, ptr[y + y16 * 2]);
+    add(wp, ptr[rdi + offsetof(GemmArgs, ldr)]);  // the next column pair
+    add(yp, AmxBf16Layout::kPairCols * 4);
+    sub(cols, AmxBf16Layout::kPairCols);
+    jg(pairs, T_NEAR);
+    mov(b, ldx), shl(b, 5), add(a_rows, b);  // the next 32 rows
+    mov(b, ldy), shl(b, 5), add(y, b);
     sub(m, kAmxDenseRows);
     jg(rows, T_NEAR);
     tilerelease();
     L(done);
-    pop(r15), pop(r14), pop(r13), pop(r12), pop(rbx);
+    pop(r15), pop(r14), pop(r13), pop(r12), pop(rbp), pop(rbx);
     ret();
     // ldtilecfg's operand: palette 1, every tile 16 rows x 64 bytes.
     align(64);

@@ -12,15 +12,16 @@ namespace ckjit::jit {
 // The AMX-BF16 block kernel's twin: the same products (bf16 x bf16, exact in f32) summed by one
 // FMA chain over K; tdpbf16ps sums them its own way, so the two agree within bf16 rounding only.
 static void reference_amx_bf16(const KernelSpec& spec, const GemmArgs* a) {
-  const AmxBf16Layout lay{kAmxDenseRows, spec.k};
+  const AmxBf16Layout lay{AmxBf16Layout::kPairCols, spec.k};  // one pair; pairs are a->ldr bytes apart
   for (int64_t i = 0; i < a->m; ++i) {
     const uint16_t* x = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(a->x) + i * a->ldx);
     float* y = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(a->y) + i * a->ldy);
-    for (int c = 0; c < kAmxDenseRows; ++c) {
+    for (int64_t c = 0; c < a->n; ++c) {
+      const uint8_t* pair = a->w + (c / AmxBf16Layout::kPairCols) * a->ldr;
       float acc = 0.0f;
       for (int64_t k = 0; k < spec.k; ++k) {
         uint16_t h;
-        std::memcpy(&h, a->w + lay.offset(c, k), 2);
+        std::memcpy(&h, pair + lay.offset(c % AmxBf16Layout::kPairCols, k), 2);
         acc = std::fma(quant::bf16_to_f32(x[k]), quant::bf16_to_f32(h), acc);
       }
       y[c] = acc;

@@ -1,16 +1,14 @@
 #include "vision/amx_bf16_linear.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "jit/amx_bf16_layout.h"
+#include "jit/bf16_rows.h"
 #include "jit/executor.h"
 #include "jit/isa_select.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
-#include "runtime/gcc12_avx512_warnings.h"
 #include "runtime/quants/quants.h"
 #include "vision/vision_ops.h"
 
@@ -26,19 +24,6 @@ jit::KernelSpec block_spec(int64_t k) {
   return s;
 }
 
-CKJIT_AVX512_INTRINSICS_BEGIN
-// x -> bf16 (nearest even), n elements; the AMX path only, so AVX512-BF16 is there.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16_rows(const float* x, uint16_t* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i))));
-  if (i < n) {
-    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
-    _mm256_mask_storeu_epi16(y + i, m, reinterpret_cast<__m256i>(v));
-  }
-}
-CKJIT_AVX512_INTRINSICS_END
 
 }  // namespace
 
@@ -101,7 +86,7 @@ void AmxBf16Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t 
       if (jit::scalar_twins()) {
         for (int64_t kk = 0; kk < k_; ++kk) out[i * k_ + kk] = quant::f32_to_bf16(x[i * ldx + kk]);
       } else {
-        to_bf16_rows(x + i * ldx, out + i * k_, k_);
+        jit::to_bf16(x + i * ldx, out + i * k_, k_);
       }
     }
   });
@@ -136,7 +121,7 @@ void AmxBf16Linear::matmul(Workers& pool, const float* xr, int64_t m, float* y, 
     for (int64_t p = cg * pair_chunk; p < std::min(lay.pairs(), (cg + 1) * pair_chunk); ++p) {
       jit::GemmArgs a;
       a.w = w_.get() + p * lay.pair_bytes();
-      a.ldx = k_ * 2, a.ldy = kCols * 4, a.n = kCols;
+      a.ldx = k_ * 2, a.ldy = kCols * 4, a.n = kCols, a.ldr = lay.pair_bytes();
       auto run = [&](const uint16_t* rows, int64_t count, float* out) {
         a.x = rows, a.m = count, a.y = out;
         if (jit::scalar_twins()) jit::reference_kernel(kernel_->spec(), &a);

@@ -9,6 +9,7 @@
 #include "jit/packed_weights.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/amx_bf16_attention.h"
 #include "vision/amx_bf16_linear.h"
 #include "vision/int8_linear.h"
 
@@ -66,7 +67,8 @@ VisionPrecision parse_precision(const std::string& text) {
 }
 
 VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool, VisionPrecision precision)
-    : hp_(read_vision_hparams(f)), isa_(isa) {
+    : hp_(read_vision_hparams(f)), isa_(isa),
+      amx_bf16_attention_(precision == VisionPrecision::bf16 && AmxBf16Attention::runs(isa)) {
   const int threads = pool.size();
   const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   const int64_t C = hp_.n_embd, P = hp_.patch;
@@ -138,6 +140,8 @@ std::vector<std::string> VisionModel::describe() const {
   const Layer& l0 = layers_.front();
   for (const VisionMatmul* d : {l0.qkv.get(), l0.out.get(), l0.up.get(), l0.down.get(), main_.fc1.get(), main_.fc2.get()})
     out.push_back(d->describe() + (d == main_.fc1.get() || d == main_.fc2.get() ? "" : " (every layer alike)"));
+  out.push_back(amx_bf16_attention_ ? "attention: bf16 AMX tiles (q, k, v, p rounded to bf16; exact softmax per row in f32)"
+                                    : "attention: f32 JIT tiles over f16-rounded q, k, v (online softmax)");
   return out;
 }
 
@@ -242,7 +246,9 @@ ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, Op
   out.rows.assign(size_t(out.n_rows() * out.row_width), 0.0f);
 
   const Rope2d rope(gh, gw, hp_.head_dim);
-  const VisionAttention attention(n, hp_.n_head, hp_.head_dim, pool.size(), isa_);
+  std::unique_ptr<AttentionOp> attention;
+  if (amx_bf16_attention_) attention = std::make_unique<AmxBf16Attention>(n, hp_.n_head, hp_.head_dim, pool.size(), isa_);
+  else attention = std::make_unique<VisionAttention>(n, hp_.n_head, hp_.head_dim, pool.size(), isa_);
   std::vector<float> a(size_t(n * C)), qkv(size_t(n * 3 * C)), att(size_t(n * C)), h(size_t(n * F));
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const Layer& L = layers_[size_t(l)];
@@ -264,7 +270,7 @@ ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, Op
       tap->publish(layer_checkpoint('V', l, "k_roped"), qkv.data() + C, n, C, 3 * C, 0);
     }
     t.emplace(prof, "attention", li, OpWork{2.0 * double(n) * double(n) * double(C), 0}, OpCall{n});
-    attention.run(pool, qkv.data(), 3 * C, att.data(), C);
+    attention->run(pool, qkv.data(), 3 * C, att.data(), C);
     if (tap) publish(layer_checkpoint('V', l, "attn"), att.data(), C);
     t.emplace(prof, "prepare", li, OpWork{}, OpCall{n, {L.out->prepare_desc()}});
     L.out->prepare(pool, att.data(), C, n, xr.data());

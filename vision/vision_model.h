@@ -90,6 +90,7 @@ class VisionModel {
 
   VisionHparams hp_;
   topo::Isa isa_;  // the load's target: the attention's panels follow its widest path
+  bool amx_bf16_attention_ = false;  // bf16 precision where AMX-BF16 runs: the attention in bf16 tiles too
   std::unique_ptr<DenseLinear> patch_;
   std::vector<float> pos_;  // pos_side^2 x C
   std::vector<Layer> layers_;

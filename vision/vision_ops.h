@@ -61,6 +61,14 @@ inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
   return ((py / 2) * (gw / 2) + px / 2) * 4 + (py % 2) * 2 + (px % 2);
 }
 
+// The tower's attention over one image, as the encoder calls it: qkv rows (n patches of
+// [q | k | v], each n_head x head_dim, rotated) in, out rows (n x n_head*head_dim) out.
+class AttentionOp {
+ public:
+  virtual ~AttentionOp() = default;
+  virtual void run(Workers& pool, const float* qkv, int64_t ld, float* out, int64_t ldo) const = 0;
+};
+
 // Full (non-causal) attention of n patches, each head separately, q/k/v read from the qkv rows
 // (row stride ld floats: Q at 0, K at C, V at 2C; head h at h * dh), out: n rows of C (ldo apart).
 // q, k and v are rounded to f16 first (llama.cpp's flash attention casts K and V to F16 and
@@ -70,11 +78,11 @@ inline int64_t merge_index(int64_t py, int64_t px, int64_t gw) {
 // O = alpha O + P V (one chain over the keys per output, continued across key blocks after the
 // rescale). The tiling is fixed, not per thread: same result for any thread count. The panels are
 // those of isa's widest op=dense path (16 on AVX-512, 8 on AVX2): the same bits.
-class VisionAttention {
+class VisionAttention final : public AttentionOp {
  public:
   VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, int threads, const topo::Isa& isa);
-  ~VisionAttention();
-  void run(Workers& pool, const float* qkv, int64_t ld, float* out, int64_t ldo) const;
+  ~VisionAttention() override;
+  void run(Workers& pool, const float* qkv, int64_t ld, float* out, int64_t ldo) const override;
 
  private:
   void pack_head(const float* qkv, int64_t ld, int64_t h) const;

@@ -16,6 +16,7 @@
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 #include "topology/workers.h"
+#include "vision/amx_bf16_attention.h"
 #include "vision/amx_bf16_linear.h"
 #include "skip.h"
 #include "vision_test_matrix.h"
@@ -118,6 +119,57 @@ TEST_CASE("AmxBf16Linear: shapes it cannot take are refused") {
   const test::VisionMatrix ok(TensorType::F16, 8, 64, 21);
   CHECK_FALSE(vision::AmxBf16Linear::runs(ok.w, topo::cap_isa(jit::runtime_isa(), "avx512")));
   CHECK_THROWS_AS(vision::AmxBf16Linear(ok.w, ok.b, topo::cap_isa(jit::runtime_isa(), "avx512"), 1), Error);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("vision") {
+
+// AmxBf16Attention against attention in double over the same bf16-rounded q, k, v: the scores'
+// f32 sums, the bf16 weights P and the f32 sums of P V leave ~1e-3 of an output's scale
+// (P in bf16 keeps 8 bits); a wrong key, head, dim or tile row is off by its whole size. Odd
+// shapes: 70 patches (a partial query tile and key pair), head_dim 48 (padded to 64), 3 heads.
+TEST_CASE("AmxBf16Attention: close to exact attention over the bf16 values, the same bits for any threads") {
+  if (!vision::AmxBf16Attention::runs(jit::runtime_isa())) CKJIT_SKIP("AMX-BF16 cannot run here");
+  const int64_t n = 70, H = 3, dh = 48, C = H * dh, ld = 3 * C;
+  const auto qkv = test::randn(size_t(n * ld), 77);
+  auto run_att = [&](int threads) {
+    Workers pool(threads);
+    const vision::AmxBf16Attention att(n, H, dh, threads, jit::runtime_isa());
+    std::vector<float> out(size_t(n * C), -7.0f);
+    att.run(pool, qkv.data(), ld, out.data(), C);
+    return out;
+  };
+  const auto o1 = run_att(1), o2 = run_att(2), o3 = run_att(3);
+  CHECK(same_bits(o1, o2));
+  CHECK(same_bits(o1, o3));
+  double worst = 0.0;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<double> s(static_cast<size_t>(n));
+      double mx = -1e300, sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) {
+        double d = 0.0;
+        for (int64_t e = 0; e < dh; ++e)
+          d += double(bf16(qkv[size_t(i * ld + h * dh + e)])) * double(bf16(qkv[size_t(j * ld + C + h * dh + e)]));
+        s[size_t(j)] = d / std::sqrt(double(dh));
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      for (auto& v : s) sum += (v = std::exp(v - mx));
+      for (int64_t e = 0; e < dh; ++e) {
+        double o = 0.0;
+        for (int64_t j = 0; j < n; ++j) o += s[size_t(j)] * double(bf16(qkv[size_t(j * ld + 2 * C + h * dh + e)]));
+        worst = std::max(worst, std::fabs(o / sum - double(o1[size_t(i * C + h * dh + e)])));
+      }
+    }
+  MESSAGE("AmxBf16Attention: worst |out - exact| " << worst << " (values ~1)");
+  CHECK(worst < 5e-3);
+}
+
+TEST_CASE("AmxBf16Attention: refused where AMX-BF16 does not run") {
+  const topo::Isa capped = topo::cap_isa(jit::runtime_isa(), "avx512");
+  CHECK_FALSE(vision::AmxBf16Attention::runs(capped));
+  CHECK_THROWS_AS(vision::AmxBf16Attention(64, 2, 64, 1, capped), Error);
 }
 
 }  // TEST_SUITE
