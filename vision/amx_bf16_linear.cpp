@@ -1,5 +1,7 @@
 #include "vision/amx_bf16_linear.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +11,7 @@
 #include "jit/isa_select.h"
 #include "jit/reference.h"
 #include "runtime/error.h"
+#include "runtime/gcc12_avx512_warnings.h"
 #include "runtime/quants/quants.h"
 #include "vision/vision_ops.h"
 
@@ -24,6 +27,26 @@ jit::KernelSpec block_spec(int64_t k) {
   return s;
 }
 
+
+CKJIT_AVX512_INTRINSICS_BEGIN
+// y[i][j] = (c[i][j] + b[j]) (+ r[i][j]) for rows of one 32-column block (c: rows x 32 floats),
+// its first `cols` columns (the AMX path only: AVX-512 is there).
+__attribute__((target("avx512f"))) void add_bias_residual(const float* c, int64_t rows, const float* b, int64_t cols, float* y,
+                                                         int64_t ldy, const float* r, int64_t ldr) {
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  const __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+  for (int64_t i = 0; i < rows; ++i) {
+    __m512 y0 = _mm512_add_ps(_mm512_loadu_ps(c + i * kCols), b0), y1 = _mm512_add_ps(_mm512_loadu_ps(c + i * kCols + 16), b1);
+    if (r) {
+      y0 = _mm512_add_ps(y0, _mm512_maskz_loadu_ps(m0, r + i * ldr));
+      y1 = _mm512_add_ps(y1, _mm512_maskz_loadu_ps(m1, r + i * ldr + 16));
+    }
+    _mm512_mask_storeu_ps(y + i * ldy, m0, y0);
+    _mm512_mask_storeu_ps(y + i * ldy + 16, m1, y1);
+  }
+}
+CKJIT_AVX512_INTRINSICS_END
 
 }  // namespace
 
@@ -129,18 +152,9 @@ void AmxBf16Linear::matmul(Workers& pool, const float* xr, int64_t m, float* y, 
       };
       if (body > 0) run(x + r0 * k_, body, c.data());
       if (r1 > r0 + body) run(tail.data(), kRows, c.data() + body * kCols);
-      const int64_t c0 = p * kCols, cols = std::min(n_, c0 + kCols) - c0;
-      for (int64_t i = r0; i < r1; ++i) {
-        const float* ci = c.data() + (i - r0) * kCols;
-        float* yi = y + i * ldy + c0;
-        const float* b = bias_.data() + c0;
-        if (residual) {
-          const float* ri = residual + i * ldr + c0;
-          for (int64_t j = 0; j < cols; ++j) yi[j] = (ci[j] + b[j]) + ri[j];
-        } else {
-          for (int64_t j = 0; j < cols; ++j) yi[j] = ci[j] + b[j];
-        }
-      }
+      const int64_t c0 = p * kCols;
+      add_bias_residual(c.data(), r1 - r0, bias_.data() + c0, std::min(n_, c0 + kCols) - c0, y + r0 * ldy + c0, ldy,
+                        residual ? residual + r0 * ldr + c0 : nullptr, ldr);
     }
   });
 }
