@@ -46,6 +46,11 @@ __attribute__((target("avx512f"))) void add_bias_residual(const float* c, int64_
     _mm512_mask_storeu_ps(y + i * ldy + 16, m1, y1);
   }
 }
+// F16 -> f32 (exact) with vcvtph2ps, k a multiple of 32 (the AMX path only).
+__attribute__((target("avx512f"))) void f16_to_f32_rows(const uint16_t* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
+}
 CKJIT_AVX512_INTRINSICS_END
 
 }  // namespace
@@ -73,21 +78,24 @@ AmxBf16Linear::AmxBf16Linear(const gguf::TensorInfo& w, const gguf::TensorInfo& 
   w_ = jit::alloc_packed(size_t(layout_bytes_), name_.c_str());
   const int tasks = int(std::max<int64_t>(1, std::min<int64_t>(std::max(1, threads), lay.pairs())));
   jit::run_repack_tasks(tasks, [&](int t) {
-    std::vector<float> rows(static_cast<size_t>(kCols * k_));
+    std::vector<float> row(static_cast<size_t>(k_));
+    std::vector<uint16_t> rows(static_cast<size_t>(kCols * k_));  // the pair's 32 rows in bf16
     for (int64_t p = lay.pairs() * t / tasks; p < lay.pairs() * (t + 1) / tasks; ++p) {
       const int64_t c0 = p * kCols, cols = std::min(n_, c0 + kCols) - c0;
-      std::fill(rows.begin() + cols * k_, rows.end(), 0.0f);
-      for (int64_t c = 0; c < cols; ++c)
-        quant::dequantize_row(file_type_, w.data + (c0 + c) * int64_t(w.row_bytes()), rows.data() + c * k_, k_);
-      uint16_t* out = reinterpret_cast<uint16_t*>(w_.get() + p * lay.pair_bytes());
+      std::fill(rows.begin() + cols * k_, rows.end(), uint16_t(0));
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint8_t* src = w.data + (c0 + c) * int64_t(w.row_bytes());
+        if (file_type_ == TensorType::F16) f16_to_f32_rows(reinterpret_cast<const uint16_t*>(src), row.data(), k_);
+        else quant::dequantize_row(file_type_, src, row.data(), k_);
+        jit::to_bf16(row.data(), rows.data() + c * k_, k_);
+      }
+      // B tile row j of step s, panel q: for its 16 columns the bf16 pair (k = 32 s + 2 j, + 1).
+      uint32_t* out = reinterpret_cast<uint32_t*>(w_.get() + p * lay.pair_bytes());
       for (int64_t s = 0; s < lay.steps(); ++s)
-        for (int64_t panel = 0; panel < 2; ++panel)
+        for (int64_t q = 0; q < 2; ++q)
           for (int64_t j = 0; j < 16; ++j)
-            for (int64_t c = panel * 16; c < panel * 16 + 16; ++c) {
-              const float* src = rows.data() + c * k_ + s * jit::AmxBf16Layout::kStepK + 2 * j;
-              *out++ = quant::f32_to_bf16(src[0]);
-              *out++ = quant::f32_to_bf16(src[1]);
-            }
+            for (int64_t c = q * 16; c < q * 16 + 16; ++c)
+              std::memcpy(out++, rows.data() + c * k_ + s * jit::AmxBf16Layout::kStepK + 2 * j, 4);
     }
   });
 
