@@ -15,8 +15,9 @@ namespace {
 class ChunkPass {
  public:
   ChunkPass(const TextModel& model, Workers& pool, const ForwardState& st, const Observers& obs, const Batch& b,
-            int64_t begin, int64_t m, int64_t slot0)
+            int64_t begin, int64_t m, int64_t slot0, const RowSite* sites)
       : md_(model), hp_(model.hparams()), pool_(pool), st_(st), obs_(obs), b_(b), begin_(begin), m_(m), slot0_(slot0),
+        sites_(sites), rows_(sites ? Rows::decode : Rows::batch),
         E_(hp_.n_embd), F_(hp_.n_ff), Q_(hp_.q_width()), KV_(hp_.kv_width()), D_(hp_.head_dim), eps_(hp_.rms_eps),
         h_(st.arena.get<float>(st.slots.h0)), h_next_(st.arena.get<float>(st.slots.h1)),
         xn_(st.arena.get<float>(st.slots.xn)), prep_(st.arena.get<void>(st.slots.prep)),
@@ -74,9 +75,9 @@ class ChunkPass {
     {
       OpScope op(obs_, "qkv", li, L.wq->work(m_) + L.wk->work(m_) + L.wv->work(m_),
                  {m_, {L.wq->op_desc(), L.wk->op_desc(), L.wv->op_desc()}}, {{"q", q_, Q_}, {"k", k_, KV_}, {"v", v_, KV_}});
-      L.wq->matmul(pool_, qkv.input(0), m_, q_, Q_);
-      L.wk->matmul(pool_, qkv.input(1), m_, k_, KV_);
-      L.wv->matmul(pool_, qkv.input(2), m_, v_, KV_);
+      L.wq->matmul(pool_, qkv.input(0), m_, q_, Q_, nullptr, rows_);
+      L.wk->matmul(pool_, qkv.input(1), m_, k_, KV_, nullptr, rows_);
+      L.wv->matmul(pool_, qkv.input(2), m_, v_, KV_, nullptr, rows_);
     }
     qk_norm_rope_kv(li, L);
     attention(li);
@@ -84,7 +85,7 @@ class ChunkPass {
     prepare(li, wo, *L.wo, attn_, Q_);
     {
       OpScope op(obs_, "out_proj", li, L.wo->work(m_), {m_, {L.wo->op_desc()}}, {{"attn_residual", h_next_, E_}});
-      L.wo->matmul(pool_, wo.input(0), m_, h_next_, E_, h_);
+      L.wo->matmul(pool_, wo.input(0), m_, h_next_, E_, h_, rows_);
     }
     std::swap(h_, h_next_);
   }
@@ -103,7 +104,7 @@ class ChunkPass {
       rope.apply(q_ + r * Q_, hp_.n_head, cos_ + r * D_ / 2, sin_ + r * D_ / 2);
       rope.apply(k_ + r * KV_, hp_.n_head_kv, cos_ + r * D_ / 2, sin_ + r * D_ / 2);
     };
-    auto kv_store = [&](int64_t r) { st_.kv.write(li, slot0_ + r, k_ + r * KV_, v_ + r * KV_); };
+    auto kv_store = [&](int64_t r) { kv_of(r).write(li, slot_of(r), k_ + r * KV_, v_ + r * KV_); };
     if (!obs_.tap) {
       pool_.run(size_t(m_), [&](size_t r, int) { qk_norm(int64_t(r)), qk_rope(int64_t(r)), kv_store(int64_t(r)); });
     } else {
@@ -115,22 +116,34 @@ class ChunkPass {
       op.publish({"q_roped", q_, Q_}), op.publish({"k_roped", k_, KV_});
       pool_.run(size_t(m_), [&](size_t r, int) { kv_store(int64_t(r)); });
     }
-    st_.kv.seal(li, slot0_ + m_);
+    if (!sites_) st_.kv.seal(li, slot0_ + m_);
+    else
+      for (int64_t r = 0; r < m_; ++r) sites_[r].kv->seal(li, sites_[r].slot + 1);
   }
+
+  KvCache& kv_of(int64_t r) const { return sites_ ? *sites_[r].kv : st_.kv; }
+  int64_t slot_of(int64_t r) const { return sites_ ? sites_[r].slot : slot0_ + r; }
 
   void attention(int li) {
     // Attention reads the cache's keys and values up to each row's position: counted as MACs of
     // Q·K and P·V (2 · head_dim per head and key).
     double keys = 0;
-    for (int64_t r = 0; r < m_; ++r) keys += double(slot0_ + r + 1);
+    for (int64_t r = 0; r < m_; ++r) keys += double(slot_of(r) + 1);
     OpScope op(obs_, "attention", li, {keys * 2.0 * double(hp_.n_head * D_), 0}, {m_}, {{"attn_out", attn_, Q_}});
     float* scratch = st_.arena.get<float>(st_.slots.att_scratch);
     const AttentionShape as{hp_.n_head, hp_.n_head_kv, D_, 1.0f / std::sqrt(float(D_))};
-    if (st_.tiled)
-      st_.tiled->run(pool_, q_, m_, slot0_, st_.kv, li, attn_, scratch);
+    // One run over the chunk's rows of one sequence, or one per row of a multi-sequence step (each
+    // row then attends to its own cache exactly as its sequence's M = 1 step would).
+    auto attend = [&](const TiledAttention* tiled, KvCache& kv, int64_t r0, int64_t rows, int64_t slot) {
+      if (tiled)
+        tiled->run(pool_, q_ + r0 * Q_, rows, slot, kv, li, attn_ + r0 * Q_, scratch);
+      else
+        md_.attention().run(pool_, as, q_ + r0 * Q_, rows, slot, kv.k_rows(li), kv.v_rows(li), attn_ + r0 * Q_, scratch,
+                            st_.att_scratch_per_worker);
+    };
+    if (!sites_) attend(st_.tiled, st_.kv, 0, m_, slot0_);
     else
-      md_.attention().run(pool_, as, q_, m_, slot0_, st_.kv.k_rows(li), st_.kv.v_rows(li), attn_, scratch,
-                          st_.att_scratch_per_worker);
+      for (int64_t r = 0; r < m_; ++r) attend(sites_[r].tiled, *sites_[r].kv, r, 1, sites_[r].slot);
   }
 
   void ffn_block(int li) {
@@ -142,13 +155,13 @@ class ChunkPass {
       OpScope op(obs_, "gate_up_swiglu", li, L.gate->work(m_) + L.up->work(m_), {m_, {&L.gate_up_desc}},
                  {{"ffn_act", ffn_, F_}});
       Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m_, ffn_, F_,
-                     st_.arena.get<float>(st_.slots.ffn_tmp));
+                     st_.arena.get<float>(st_.slots.ffn_tmp), rows_);
     }
     LinearGroup down{L.down.get()};
     prepare(li, down, *L.down, ffn_, F_);
     {
       OpScope op(obs_, "down", li, L.down->work(m_), {m_, {L.down->op_desc()}}, {{"l_out", h_next_, E_}});
-      L.down->matmul(pool_, down.input(0), m_, h_next_, E_, h_);
+      L.down->matmul(pool_, down.input(0), m_, h_next_, E_, h_, rows_);
     }
     std::swap(h_, h_next_);
   }
@@ -177,7 +190,7 @@ class ChunkPass {
     if (rows == 0) return;
     std::vector<int64_t> pos;  // the wanted rows' sequence positions, for the tap only
     if (obs_.tap)
-      for (int64_t r : want) pos.push_back(slot0_ + r);
+      for (int64_t r : want) pos.push_back(slot_of(r));
     const Linear& head = md_.lm_head();
     OpScope op(obs_, "lm_head", -1, head.work(rows), {rows, {head.op_desc()}}, {{"logits", logits_out, hp_.n_vocab}},
                pos.data());
@@ -195,6 +208,8 @@ class ChunkPass {
   const Observers& obs_;
   const Batch& b_;
   const int64_t begin_, m_, slot0_;
+  const RowSite* sites_;  // null: one sequence at slots slot0_.. (see forward_chunk)
+  const Rows rows_;
   const int64_t E_, F_, Q_, KV_, D_;
   const float eps_;
   float* h_;  // the rows' hidden state; h_ and h_next_ swap after each residual op
@@ -207,9 +222,9 @@ class ChunkPass {
 }  // namespace
 
 void forward_chunk(const TextModel& model, Workers& pool, const ForwardState& state, const Observers& obs,
-                   const Batch& b, int64_t begin, int64_t m, int64_t slot0, float* logits_out) {
+                   const Batch& b, int64_t begin, int64_t m, int64_t slot0, float* logits_out, const RowSite* sites) {
   if (obs.profile) obs.profile->add_rows(obs.profile->phase(), m);
-  ChunkPass(model, pool, state, obs, b, begin, m, slot0).run(logits_out);
+  ChunkPass(model, pool, state, obs, b, begin, m, slot0, sites).run(logits_out);
 }
 
 }  // namespace ckjit::graph

@@ -274,40 +274,51 @@ bool Linear::exact_decode_dot() const {
   return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0);
 }
 
-bool Linear::exact_rows(int64_t m) const { return exact_decode_dot() && (m == 1 || llama_prefill_ || exact_all_); }
+bool Linear::exact_rows(int64_t m, Rows rows) const {
+  return exact_decode_dot() && (m == 1 || rows == Rows::decode || llama_prefill_ || exact_all_);
+}
 
 void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
+  // Tasks over column ranges; each weight row (or pair) is read once for all m activation rows.
   const int64_t chunk = std::max<int64_t>(16, (n_ + 4 * pool.size() - 1) / (4 * pool.size()));
   const int64_t col_tasks = (n_ + chunk - 1) / chunk;
   const bool q6 = wtype_ == TensorType::Q6_K;
   const int64_t xb = act_row_bytes();
-  pool.run(size_t(m * col_tasks), [&](size_t t, int) {
-    const int64_t r = int64_t(t) / col_tasks, c0 = (int64_t(t) % col_tasks) * chunk, c1 = std::min(n_, c0 + chunk);
-    const void* xr = static_cast<const uint8_t*>(xq) + r * xb;
+  auto xrow = [&](int64_t r) { return static_cast<const uint8_t*>(xq) + r * xb; };
+  auto put = [&](int64_t r, int64_t c, float v) { y[r * ldy + c] = residual ? v + residual[r * ldy + c] : v; };
+  pool.run(size_t(col_tasks), [&](size_t t, int) {
+    const int64_t c0 = int64_t(t) * chunk, c1 = std::min(n_, c0 + chunk);
     int64_t c = c0;
     if (q6 && two_row_q6k_) {
       // The same per-row float order as the AVX2 dot, two rows per pass: row i of each half of the
       // range, so the rows are read as two long sequential streams (adjacent rows would restart
       // both streams every row, and the prefetcher loses them: 40% slower decode, measured).
+      // Several activation rows (decode rows of several sequences) share each unpacked block.
       const int64_t h = (c1 - c0) / 2;
+      constexpr int64_t kRows = 4;
+      const quant::BlockQ8_K* ys[kRows];
+      float v[2 * kRows];
       for (int64_t i = 0; i < h; ++i) {
         const int64_t ca = c0 + i, cb = c0 + h + i;
-        float v[2];
-        quant::vec_dot_q6_K_q8_K_x2_avx512(reinterpret_cast<const quant::BlockQ6_K*>(raw_ + ca * raw_row_bytes_),
-                                           reinterpret_cast<const quant::BlockQ6_K*>(raw_ + cb * raw_row_bytes_),
-                                           static_cast<const quant::BlockQ8_K*>(xr), k_, v);
-        y[r * ldy + ca] = residual ? v[0] + residual[r * ldy + ca] : v[0];
-        y[r * ldy + cb] = residual ? v[1] + residual[r * ldy + cb] : v[1];
+        const auto* wa = reinterpret_cast<const quant::BlockQ6_K*>(raw_ + ca * raw_row_bytes_);
+        const auto* wb = reinterpret_cast<const quant::BlockQ6_K*>(raw_ + cb * raw_row_bytes_);
+        for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+          const int rows = int(std::min(kRows, m - r0));
+          for (int j = 0; j < rows; ++j) ys[j] = reinterpret_cast<const quant::BlockQ8_K*>(xrow(r0 + j));
+          if (rows == 1) quant::vec_dot_q6_K_q8_K_x2_avx512(wa, wb, ys[0], k_, v);
+          else quant::vec_dot_q6_K_q8_K_x2_rows_avx512(wa, wb, ys, rows, k_, v);
+          for (int j = 0; j < rows; ++j) put(r0 + j, ca, v[2 * j]), put(r0 + j, cb, v[2 * j + 1]);
+        }
       }
       c = c0 + 2 * h;
     }
     for (; c < c1; ++c) {
       const uint8_t* w = raw_ + c * raw_row_bytes_;
-      const float v = q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
-                                                          static_cast<const quant::BlockQ8_K*>(xr), k_)
-                         : quant::vec_dot_q8_0_q8_0_avx2(reinterpret_cast<const quant::BlockQ8_0*>(w),
-                                                          static_cast<const quant::BlockQ8_0*>(xr), k_);
-      y[r * ldy + c] = residual ? v + residual[r * ldy + c] : v;
+      for (int64_t r = 0; r < m; ++r)
+        put(r, c, q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
+                                                     reinterpret_cast<const quant::BlockQ8_K*>(xrow(r)), k_)
+                     : quant::vec_dot_q8_0_q8_0_avx2(reinterpret_cast<const quant::BlockQ8_0*>(w),
+                                                     reinterpret_cast<const quant::BlockQ8_0*>(xrow(r)), k_));
     }
   });
 }
@@ -332,9 +343,9 @@ void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperan
   if (test_fault_ && !jit::scalar_twins()) jit::apply_test_fault(op.y, long(m), long(op.ldy / 4));
 }
 
-void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
+void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual, Rows rows) const {
   if (m <= 0) return;
-  if (exact_rows(m)) return exact_gemv(pool, xq, m, y, ldy, residual);
+  if (exact_rows(m, rows)) return exact_gemv(pool, xq, m, y, ldy, residual);
   if (uses_reference()) return reference_matmul(pool, xq, m, y, ldy, residual);
   jit::MatmulOperands op;
   op.w = packed_.get();
@@ -361,7 +372,7 @@ bool Linear::unfused_prefill(const Linear& gate, const Linear& up) {
 }
 
 void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq, const void* xq_up, int64_t m,
-                    float* y, int64_t ldy, float* scratch) {
+                    float* y, int64_t ldy, float* scratch, Rows rows) {
   if (m <= 0) return;
   if (m == 1 && llama_swiglu_decode(gate, up)) {
     gate.matmul(pool, xq, 1, scratch, ldy);
@@ -369,9 +380,13 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
     gate.silu_.run(scratch, scratch + gate.n_, y, gate.n_);
     return;
   }
-  if (unfused_prefill(gate, up) || (m == 1 && !fused_swiglu(gate, up))) {
-    gate.matmul(pool, xq, m, y, ldy);
-    up.matmul(pool, xq_up, m, scratch, ldy);
+  // Decode rows of several sequences take the path of M = 1: unfused with llama.cpp's swiglu when
+  // decode does so (the same per-row arithmetic as above), else the fused kernel (its M = 1 and
+  // M > 1 kernels share one order).
+  const bool decode_unfused = rows == Rows::decode && (llama_swiglu_decode(gate, up) || !fused_swiglu(gate, up));
+  if (decode_unfused || (rows == Rows::batch && unfused_prefill(gate, up)) || (m == 1 && !fused_swiglu(gate, up))) {
+    gate.matmul(pool, xq, m, y, ldy, nullptr, rows);
+    up.matmul(pool, xq_up, m, scratch, ldy, nullptr, rows);
     const bool llama = llama_swiglu_decode(gate, up);
     pool.run(size_t(m), [&](size_t r, int) {
       float* yr = y + int64_t(r) * ldy;

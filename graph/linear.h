@@ -24,6 +24,13 @@
 
 namespace ckjit::graph {
 
+// How the rows of one call are computed: as one batch (M > 1 runs the GEMM kernels), or each as
+// the decode step of its own sequence: the arithmetic of M = 1 for every row (llama.cpp's vec_dot
+// order for Q6_K / Q8_0 where decode follows it), so that a sequence's decode row gives the same
+// bits alone or beside others (graph/batched_decode.h). The JIT GEMM and GEMV kernels share their
+// twin's order, so for the other types the GEMM kernels serve decode rows as they are.
+enum class Rows { batch, decode };
+
 struct LinearSetup {
   topo::Isa isa;            // what this process may run (jit::runtime_isa(): CPU capped by CKJIT_MAX_ISA)
   bool allow_jit = true;    // false: scalar reference for every weight (tests, --no-jit)
@@ -76,13 +83,14 @@ class Linear {
   void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const;
   // y[r][0..n) = W · x_r (+ residual[r]) for r < m; xq holds m prepared rows (act_row_bytes apart),
   // y and residual rows are ldy floats apart. residual may not alias y.
-  void matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual = nullptr) const;
+  void matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual = nullptr,
+              Rows rows = Rows::batch) const;
 
   // y = silu(gate · x) ⊙ (up · x): the fused Gate-Up SwiGLU kernel when both weights have one,
   // otherwise two matmuls and the silu; scratch (m·n floats) is used only then.
   // xq_up: the same rows prepared for up's activation type (may equal xq_gate).
   static void swiglu(Workers& pool, const Linear& gate, const Linear& up, const void* xq_gate, const void* xq_up,
-                     int64_t m, float* y, int64_t ldy, float* scratch);
+                     int64_t m, float* y, int64_t ldy, float* scratch, Rows rows = Rows::batch);
   // Whether decode (M = 1) runs gate and up unfused with llama.cpp's swiglu.
   static bool llama_swiglu_decode(const Linear& gate, const Linear& up);
   static bool fused_swiglu(const Linear& gate, const Linear& up);
@@ -103,7 +111,7 @@ class Linear {
   void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
   std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
   bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
-  bool exact_rows(int64_t m) const;
+  bool exact_rows(int64_t m, Rows rows = Rows::batch) const;
   void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   float reference_dot(int64_t row, const void* xrow) const;

@@ -100,4 +100,15 @@ Logits Session::decode(const Batch& b) {
   return Logits{logits_.data(), want, V};
 }
 
+RowSite Session::next_site() {
+  if (n_past_ + 1 > opt_.n_ctx)
+    throw Error("context full: " + std::to_string(n_past_) + " + 1 rows exceed the context length " + std::to_string(opt_.n_ctx));
+  return RowSite{kv_.get(), tiled_.get(), n_past_};
+}
+
+void Session::count_row(const Position& p) {
+  ++n_past_;
+  next_pos_ = std::max<int64_t>(next_pos_, int64_t(p.max_thw()) + 1);
+}
+
 }  // namespace ckjit::graph

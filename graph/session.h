@@ -14,6 +14,7 @@
 #include "graph/activations.h"
 #include "graph/arena.h"
 #include "graph/batch.h"
+#include "graph/decoder_forward.h"
 #include "graph/kv_cache.h"
 #include "graph/tiled_attention.h"
 #include "graph/text_model.h"
@@ -73,6 +74,14 @@ class Session {
 
   size_t arena_bytes() const { return arena_.bytes(); }
   size_t kv_bytes() const { return kv_->bytes(); }
+  const SessionOptions& options() const { return opt_; }
+  // Floats of attention scratch one worker needs for this session's attention and context.
+  int64_t attention_scratch_per_worker() const { return att_scratch_per_worker_; }
+
+  // For graph::BatchedDecoder, which runs one row of several sessions in one pass: where this
+  // session's next row goes (Error when the context is full), and the row counted once it ran.
+  RowSite next_site();
+  void count_row(const Position& p);
 
  private:
   void validate(const Batch& b) const;

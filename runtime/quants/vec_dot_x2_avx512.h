@@ -15,4 +15,10 @@ namespace ckjit::quant {
 void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* y, int64_t n,
                                  float out[2]);
 
+// The same for `rows` activation rows y[0..rows) against the same two weight rows: each weight block
+// is unpacked once for all of them; out[2j], out[2j+1] are bit-identical to the call above for
+// y[j] (each row keeps its own sums in the same order). Batched decode runs its Q6_K rows on it.
+void vec_dot_q6_K_q8_K_x2_rows_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
+                                      int64_t n, float* out);
+
 }  // namespace ckjit::quant
