@@ -39,8 +39,6 @@ void require_room(const Session& s, int64_t rows, const std::string& what, const
   throw Error(what + " (" + std::to_string(s.n_ctx()) + used + "; " + remedy + ")", ErrorKind::context_full);
 }
 
-namespace {
-
 void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o) {
   const int64_t V = s.model().hparams().n_vocab;
   if (rows == 0) throw Error("the prompt is empty (give $prompt)", ErrorKind::invalid_argument);
@@ -49,31 +47,50 @@ void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o) {
     if (id < 0 || id >= V) throw Error("$forced: token id " + std::to_string(id) + " is outside the vocabulary", ErrorKind::invalid_argument);
 }
 
+TokenLoop::TokenLoop(const Session& s, const tok::Tokenizer& tok, const GenerateOptions& o, const GenerateCallbacks& cb,
+                     GenerateResult& r, const std::vector<int32_t>& accepted)
+    : s_(s), tok_(tok), o_(o), cb_(cb), r_(r), sampler_(o.sampler, int32_t(s.model().hparams().n_vocab)),
+      n_steps_(o.forced.empty() ? o.n_predict : int(o.forced.size())) {
+  for (int32_t id : accepted)
+    if (id >= 0) sampler_.accept(id);
+  r_.generated.reserve(size_t(std::max(0, n_steps_)));
+}
+
+int32_t TokenLoop::next(const float* logits) {
+  if (done_) return -1;
+  auto end = [&]() {
+    done_ = true;
+    if (cb_.on_text) cb_.on_text(out_.flush());
+    return int32_t(-1);
+  };
+  if (i_ >= n_steps_) return end();
+  const int64_t V = s_.model().hparams().n_vocab;
+  if (cb_.on_logits) cb_.on_logits(logits, V);
+  const int32_t id = o_.forced.empty() ? sampler_.sample(logits) : o_.forced[size_t(i_)];
+  const bool eog = tok_.is_eog(id);
+  r_.generated.push_back(id);
+  std::string text;
+  if ((!eog || !o_.forced.empty()) && (cb_.on_text || cb_.on_token)) text = out_.push(tok_.token_to_piece(id, /*special=*/true));
+  if ((!eog || !o_.forced.empty()) && cb_.on_text) cb_.on_text(text);
+  if (cb_.on_token && !cb_.on_token(id, text)) return end();
+  if (o_.forced.empty() && eog && !o_.ignore_eos) return end();
+  if (i_ == n_steps_ - 1) return end();
+  if (s_.n_past() >= s_.n_ctx()) {
+    r_.context_full = true;
+    return end();
+  }
+  sampler_.accept(id);
+  ++i_;
+  return id;
+}
+
+namespace {
+
 // Sampling (or forcing) from the prompt's last logits on; fills generated / decode fields of r.
-void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const float* logits, const GenerateOptions& o,
-                 const GenerateCallbacks& cb, GenerateResult& r) {
-  const int64_t V = s.model().hparams().n_vocab;
-  const int n_steps = o.forced.empty() ? o.n_predict : int(o.forced.size());
-  tok::Utf8Stream out;
-  r.generated.reserve(size_t(std::max(0, n_steps)));
+void decode_loop(Session& s, TokenLoop& loop, const float* logits, GenerateResult& r) {
   Batch step;
   if (s.profile()) s.profile()->set_phase(Phase::decode);
-  for (int i = 0; i < n_steps; ++i) {
-    if (cb.on_logits) cb.on_logits(logits, V);
-    const int32_t id = o.forced.empty() ? sampler.sample(logits) : o.forced[size_t(i)];
-    const bool eog = tok.is_eog(id);
-    r.generated.push_back(id);
-    std::string text;
-    if ((!eog || !o.forced.empty()) && (cb.on_text || cb.on_token)) text = out.push(tok.token_to_piece(id, /*special=*/true));
-    if ((!eog || !o.forced.empty()) && cb.on_text) cb.on_text(text);
-    if (cb.on_token && !cb.on_token(id, text)) break;
-    if (o.forced.empty() && eog && !o.ignore_eos) break;
-    if (i == n_steps - 1) break;
-    if (s.n_past() >= s.n_ctx()) {
-      r.context_full = true;
-      break;
-    }
-    sampler.accept(id);
+  for (int32_t id = loop.next(logits); id >= 0; id = loop.next(logits)) {
     const auto t = Clock::now();
     step.clear();
     step.add_token(id, Position::text(s.next_position()), true);
@@ -81,7 +98,6 @@ void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const 
     r.decode_ms += ms_since(t);
     ++r.n_decoded;
   }
-  if (cb.on_text) cb.on_text(out.flush());
 }
 
 }  // namespace
@@ -89,15 +105,14 @@ void decode_loop(Session& s, const tok::Tokenizer& tok, Sampler& sampler, const 
 GenerateResult generate(Session& s, const tok::Tokenizer& tok, const std::vector<int32_t>& prompt,
                         const GenerateOptions& o, const GenerateCallbacks& cb) {
   check_prompt(s, int64_t(prompt.size()), o);
-  Sampler sampler(o.sampler, int32_t(s.model().hparams().n_vocab));
-  for (int32_t id : prompt) sampler.accept(id);
   GenerateResult r;
+  TokenLoop loop(s, tok, o, cb, r, prompt);
   r.n_prompt = int64_t(prompt.size());
   if (s.profile()) s.profile()->set_phase(Phase::text_prefill);
   const auto t_prefill = Clock::now();
   Logits lg = s.decode(Batch::text(prompt, s.next_position()));
   r.prefill_ms = ms_since(t_prefill);
-  decode_loop(s, tok, sampler, lg.last(), o, cb, r);
+  decode_loop(s, loop, lg.last(), r);
   return r;
 }
 
@@ -106,10 +121,8 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const BridgePromp
   const Batch& b = prompt.batch;
   check_prompt(s, b.size(), o);
   if (prompt.segments.empty() || prompt.segments.back().image) throw Error("the prompt must end with text");
-  Sampler sampler(o.sampler, int32_t(s.model().hparams().n_vocab));
-  for (int32_t id : prompt.token_ids)
-    if (id >= 0) sampler.accept(id);
   GenerateResult r;
+  TokenLoop loop(s, tok, o, cb, r, prompt.token_ids);
   r.n_prompt = b.size();
   const float* last = nullptr;
   Batch part;
@@ -129,7 +142,7 @@ GenerateResult generate(Session& s, const tok::Tokenizer& tok, const BridgePromp
     if (seg.image) r.image_prefill_ms += ms, r.n_image_rows += seg.n_rows;
     if (lg.rows > 0) last = lg.last();
   }
-  decode_loop(s, tok, sampler, last, o, cb, r);
+  decode_loop(s, loop, last, r);
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "runtime/tokenizer/utf8_stream.h"
 
 namespace ckjit::graph {
 
@@ -57,6 +58,35 @@ struct GenerateCallbacks {
   // Each generated token and the whole UTF-8 characters it completes; false: stop after it.
   std::function<bool(int32_t id, const std::string& text)> on_token;
 };
+
+// One stream's generation after its prompt: chooses each next token from the logits it is
+// sampled from (or takes the forced ids), streams its text, applies the stop rules (n_predict, an
+// end-of-generation token, on_token's false, a full context). generate() and graph::Scheduler both
+// run it, so a stream stops and streams alike alone or batched.
+class TokenLoop {
+ public:
+  // accepted: the prompt's token ids the sampler's repetition penalty sees.
+  TokenLoop(const Session& s, const tok::Tokenizer& tok, const GenerateOptions& o, const GenerateCallbacks& cb,
+            GenerateResult& r, const std::vector<int32_t>& accepted);
+  // The id to decode next after these logits, or -1 when the stream ends here (its last text
+  // flushed); the caller decodes the id and counts the step in the result (n_decoded, decode_ms).
+  int32_t next(const float* logits);
+
+ private:
+  const Session& s_;
+  const tok::Tokenizer& tok_;
+  const GenerateOptions& o_;
+  const GenerateCallbacks& cb_;
+  GenerateResult& r_;
+  Sampler sampler_;
+  tok::Utf8Stream out_;
+  int n_steps_, i_ = 0;
+  bool done_ = false;
+};
+
+// Errors for a prompt of `rows` rows that cannot run on s: empty, longer than the context, forced
+// ids outside the vocabulary.
+void check_prompt(const Session& s, int64_t rows, const GenerateOptions& o);
 
 // Runs the prompt on an empty or continuing session. Errors: empty prompt, prompt longer than the
 // context, forced ids outside the vocabulary.
