@@ -9,6 +9,7 @@
 
 
 #include "capi/handles.h"
+#include "pair/generate_together.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -493,41 +494,139 @@ void ckjit_generate_params_default(ckjit_generate_params* p) {
   p->repeat_last_n = 64;
 }
 
+}  // extern "C"
+
+namespace {
+
+// What one session's generation takes from the C params, and what it leaves in the session.
+struct SessionRun {
+  ckjit_session* s;
+  ckjit_generate_params p;
+  graph::GenerateOptions go;
+  graph::GenerateCallbacks cb;
+  pair::RenderedPrompt prompt;
+};
+
+void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* given) {
+  run.s = s;
+  run.p = read_params(given, ckjit_generate_params_default);
+  const ckjit_generate_params& p = run.p;
+  if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
+  if (s->prompt.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
+  s->prompt.chat = p.chat != 0;
+  run.go.n_predict = p.n_predict;
+  run.go.ignore_eos = p.ignore_eos != 0;
+  run.go.sampler.temp = p.temp, run.go.sampler.seed = p.seed, run.go.sampler.top_k = p.top_k, run.go.sampler.top_p = p.top_p;
+  run.go.sampler.min_p = p.min_p, run.go.sampler.repeat_penalty = p.repeat_penalty, run.go.sampler.repeat_last_n = p.repeat_last_n;
+  run.cb.on_logits = [s](const float* l, int64_t n) { s->logits.assign(l, l + n); };
+  if (p.on_token) {
+    const ckjit_token_fn fn = p.on_token;
+    void* user = p.user_data;
+    run.cb.on_token = [fn, user](int32_t id, const std::string& text) { return fn(id, text.c_str(), user) == 0; };
+  }
+}
+
+void record_run(ckjit_session* s, const graph::GenerateResult& r) {
+  ckjit_timings& t = s->timings;
+  t.prefill_ms += r.prefill_ms, t.image_prefill_ms += r.image_prefill_ms, t.decode_ms += r.decode_ms;
+  t.n_prompt += r.n_prompt, t.n_image_rows += r.n_image_rows, t.n_decoded += r.n_decoded;
+}
+
+}  // namespace
+
+extern "C" {
+
 ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params* given, int32_t* tokens, size_t capacity,
                             size_t* n_generated) {
   if (n_generated) *n_generated = 0;
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     ckjit_session* s = session_of(session);
-    const ckjit_generate_params p = read_params(given, ckjit_generate_params_default);
     if (capacity > 0) need(tokens, "tokens");
-    if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
-    if (s->prompt.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
-    s->prompt.chat = p.chat != 0;
-    graph::GenerateOptions go;
-    go.n_predict = p.n_predict;
-    go.ignore_eos = p.ignore_eos != 0;
-    go.sampler.temp = p.temp, go.sampler.seed = p.seed, go.sampler.top_k = p.top_k, go.sampler.top_p = p.top_p;
-    go.sampler.min_p = p.min_p, go.sampler.repeat_penalty = p.repeat_penalty, go.sampler.repeat_last_n = p.repeat_last_n;
-    graph::GenerateCallbacks cb;
-    cb.on_logits = [&](const float* l, int64_t n) { s->logits.assign(l, l + n); };
-    if (p.on_token) cb.on_token = [&](int32_t id, const std::string& text) { return p.on_token(id, text.c_str(), p.user_data) == 0; };
+    SessionRun run;
+    setup_run(run, s, given);
     graph::GenerateResult r;
     try {
-      r = s->ctx->generate(s->ctx->render(s->prompt), go, cb);
+      r = s->ctx->generate(s->ctx->render(s->prompt), run.go, run.cb);
     } catch (...) {
       s->clear_prompt();  // the pending prompt is spent either way
       throw;
     }
     s->clear_prompt();
-    ckjit_timings& t = s->timings;
-    t.prefill_ms += r.prefill_ms, t.image_prefill_ms += r.image_prefill_ms, t.decode_ms += r.decode_ms;
-    t.n_prompt += r.n_prompt, t.n_image_rows += r.n_image_rows, t.n_decoded += r.n_decoded;
+    record_run(s, r);
     if (n_generated) *n_generated = r.generated.size();
     std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
     if (r.generated.size() > capacity && tokens)
       raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
                                             " (the session holds all of them)");
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_generate_params* const* params, size_t n,
+                                  ckjit_status* status, size_t* n_generated) {
+  for (size_t i = 0; status && i < n; ++i) status[i] = CKJIT_ERR_INVALID_ARGUMENT;
+  for (size_t i = 0; n_generated && i < n; ++i) n_generated[i] = 0;
+  capi::ErrorSlot* slot = n > 0 && sessions ? slot_of(sessions[0]) : nullptr;
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    if (n == 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "no sessions (n is 0)");
+    need(sessions, "sessions");
+    std::vector<SessionRun> runs(n);
+    std::vector<pair::TogetherItem> items;
+    std::vector<size_t> item_of;  // runs[i] -> its item, or n when it could not start
+    ckjit_status first = CKJIT_OK;
+    std::string first_msg;
+    auto fail_one = [&](size_t i, ckjit_status st, const std::string& msg) {
+      if (status) status[i] = st;
+      sessions[i]->error.set(msg);
+      if (first == CKJIT_OK) first = st, first_msg = "session " + std::to_string(i) + ": " + msg;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      ckjit_session* s = session_of(sessions[i]);  // a bad handle fails the whole call
+      if (s->core != sessions[0]->core) raise(CKJIT_ERR_INVALID_ARGUMENT, "the sessions are of different models");
+      for (size_t j = 0; j < i; ++j)
+        if (sessions[j] == s) raise(CKJIT_ERR_INVALID_ARGUMENT, "session " + std::to_string(i) + " is listed twice");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      ckjit_session* s = sessions[i];
+      const ckjit_status st = guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+        setup_run(runs[i], s, params ? params[i] : nullptr);
+        runs[i].prompt = s->ctx->render(s->prompt);
+        return CKJIT_OK;
+      });
+      if (st != CKJIT_OK) {
+        fail_one(i, st, t_last_error);
+        s->clear_prompt();
+        item_of.push_back(n);
+        continue;
+      }
+      item_of.push_back(items.size());
+      items.push_back({s->ctx.get(), &runs[i].prompt, &runs[i].go, &runs[i].cb});
+    }
+    std::vector<pair::TogetherOutcome> outs;
+    if (!items.empty()) {
+      try {
+        outs = pair::generate_together(items);
+      } catch (...) {
+        for (size_t i = 0; i < n; ++i) sessions[i]->clear_prompt();
+        throw;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (item_of[i] == n) continue;
+      ckjit_session* s = sessions[i];
+      s->clear_prompt();
+      const pair::TogetherOutcome& o = outs[item_of[i]];
+      if (o.error) {
+        const ckjit_status st = guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&]() -> ckjit_status { std::rethrow_exception(o.error); });
+        fail_one(i, st, t_last_error);
+        continue;
+      }
+      record_run(s, o.result);
+      if (status) status[i] = CKJIT_OK;
+      if (n_generated) n_generated[i] = o.result.generated.size();
+    }
+    if (first != CKJIT_OK) raise(first, first_msg);
     return CKJIT_OK;
   });
 }

@@ -210,6 +210,20 @@ CKJIT_API void ckjit_generate_params_default(ckjit_generate_params* params);
 CKJIT_API ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params* params, int32_t* tokens,
                                       size_t capacity, size_t* n_generated);
 
+/* Generates the pending prompts of n sessions together (continuous batching: each prompt is
+ * prefilled in chunks between the others' decode steps, and one decode step serves every session
+ * that is generating, reading the weights once). Each session gets exactly the tokens, text and
+ * logits ckjit_generate would give it alone, whatever else is in the batch. The sessions must be
+ * distinct and of one model. params: NULL (defaults for all) or n pointers (NULL entries:
+ * defaults). status and n_generated (each may be NULL): n entries, every session's outcome and
+ * count of generated tokens (the tokens reach each session's on_token). A session that cannot
+ * start (empty prompt, a prompt longer than its context) gets its status and error and the others
+ * run. Returns CKJIT_OK when every session succeeded, else the first failing session's status.
+ * A call refused as a whole (n 0, a NULL or dead handle, a session twice, sessions of different
+ * models) runs nothing and leaves the prompts pending; otherwise every pending prompt is spent. */
+CKJIT_API ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_generate_params* const* params, size_t n,
+                                            ckjit_status* status, size_t* n_generated);
+
 /* The logits that chose the last generated token (n_vocab floats), or NULL before any; valid until
  * the session's next call. */
 CKJIT_API const float* ckjit_session_logits(const ckjit_session* session, int32_t* n_vocab);

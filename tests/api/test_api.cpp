@@ -598,3 +598,82 @@ TEST_CASE("api: vision_precision int8 and bf16 read the page and an unknown prec
 }
 
 }  // TEST_SUITE
+
+namespace {
+
+struct Collected {
+  std::vector<int32_t> ids;
+  std::string text;
+};
+
+int collect(int32_t id, const char* text, void* user) {
+  auto* c = static_cast<Collected*>(user);
+  c->ids.push_back(id);
+  c->text += text;
+  return 0;
+}
+
+}  // namespace
+
+TEST_SUITE("api") {
+
+TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens; a session that cannot start fails alone") {
+  ckjit_model* m = load();
+  const std::string img = image_path("square-64.png");
+  // Alone: three prompts (two with the image, different lengths), one after the other.
+  const char* prompts[] = {"Read this page.", "What is written here, word for word?", "Describe the image."};
+  const bool with_image[] = {true, false, true};
+  const int n_predict[] = {5, 9, 7};
+  std::vector<Collected> alone(3), together(3);
+  auto prepare = [&](ckjit_session* s, int i) {
+    if (with_image[i]) REQUIRE_MESSAGE(ckjit_session_add_image_file(s, img.c_str()) == CKJIT_OK, ckjit_session_last_error(s));
+    REQUIRE(ckjit_session_add_text(s, prompts[i]) == CKJIT_OK);
+  };
+  auto params = [&](int i, Collected* c) {
+    ckjit_generate_params gp;
+    ckjit_generate_params_default(&gp);
+    gp.n_predict = n_predict[i], gp.ignore_eos = 1, gp.chat = 1, gp.temp = i == 1 ? 0.7f : 0.0f, gp.seed = 5;
+    gp.on_token = collect, gp.user_data = c;
+    return gp;
+  };
+  for (int i = 0; i < 3; ++i) {
+    ckjit_session* s = nullptr;
+    REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+    prepare(s, i);
+    const ckjit_generate_params gp = params(i, &alone[size_t(i)]);
+    REQUIRE_MESSAGE(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_OK, ckjit_session_last_error(s));
+    ckjit_session_free(s);
+  }
+  // Together, plus a fourth session with no prompt: it fails alone with its own status.
+  ckjit_session* ss[4] = {};
+  for (auto& s : ss) REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  for (int i = 0; i < 3; ++i) prepare(ss[i], i);
+  ckjit_generate_params gps[3] = {params(0, &together[0]), params(1, &together[1]), params(2, &together[2])};
+  const ckjit_generate_params* pp[4] = {&gps[0], &gps[1], &gps[2], nullptr};
+  ckjit_status st[4];
+  size_t n_gen[4];
+  CHECK(ckjit_generate_batch(ss, pp, 4, st, n_gen) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_last_error()).find("session 3") != std::string::npos);
+  CHECK(std::string(ckjit_session_last_error(ss[3])).find("empty") != std::string::npos);
+  CHECK(st[3] == CKJIT_ERR_INVALID_ARGUMENT);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(st[i] == CKJIT_OK);
+    CHECK(n_gen[i] == size_t(n_predict[i]));
+    CHECK(together[size_t(i)].ids == alone[size_t(i)].ids);
+    CHECK(together[size_t(i)].text == alone[size_t(i)].text);
+    ckjit_timings t{};
+    REQUIRE(ckjit_session_timings(ss[i], &t) == CKJIT_OK);
+    CHECK(t.n_decoded == n_predict[i] - 1);
+  }
+  // Bad calls: a session twice, none, NULL.
+  ckjit_session* twice[2] = {ss[0], ss[0]};
+  REQUIRE(ckjit_session_add_text(ss[0], "again") == CKJIT_OK);
+  CHECK(ckjit_generate_batch(twice, nullptr, 2, nullptr, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_generate_batch(ss, nullptr, 0, nullptr, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_generate_batch(nullptr, nullptr, 2, nullptr, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  for (auto& s : ss) ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+}  // TEST_SUITE
