@@ -34,6 +34,8 @@ int ocr_main(const std::vector<std::string>& args) {
       ("output,o", po::value<std::string>(), "JSONL journal: one record per page, appended; pages already there are skipped")
       ("prompt,p", po::value<std::string>(), "instruction after each page image (one chat turn)")
       ("n-predict,n", po::value<int>()->default_value(256), "most tokens per page")
+      ("ignore-eos", "generate --n-predict tokens per page whatever comes (as llama.cpp's flag; benchmarks on random weights)")
+      ("parallel,np", po::value<int>()->default_value(1), "pages in flight, generated together in one batch (one decode pass reads the weights for all; each page's text is the same as alone)")
       ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
       ("vision-precision", po::value<std::string>()->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
       ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
@@ -101,6 +103,9 @@ int ocr_main(const std::vector<std::string>& args) {
   o.image_max_tokens = vm["image-max-tokens"].as<int>();
   o.dpi = vm["dpi"].as<double>();
   o.retry_errors = vm.count("retry-errors") != 0;
+  o.ignore_eos = vm.count("ignore-eos") != 0;
+  o.parallel = vm["parallel"].as<int>();
+  if (o.parallel < 1 || o.parallel > 64) return usage_error("--parallel must be between 1 and 64");
   if (o.n_predict < 1) return usage_error("--n-predict must be at least 1");
   if (vm.count("threads") && o.threads < 1) return usage_error("--threads must be at least 1");
   if (o.n_ctx < 1) return usage_error("--ctx-size must be at least 1");

@@ -172,6 +172,28 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CHECK(ocr_test::read_file(out) == before);
 }
 
+TEST_CASE("ckjit ocr --parallel: pages generated together give the records of one at a time, in page order") {
+  const Corpus& c = corpus();
+  for (int np : {2, 4}) {
+    CAPTURE(np);
+    const fs::path out = c.out("parallel" + std::to_string(np) + ".jsonl");
+    CliResult r = run_ckjit("ocr " + c.common + " --parallel " + std::to_string(np) + " -o " + q(out) + " " + q(c.docs));
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("9 pages done (4 failed), 0 skipped") != std::string::npos);
+    const auto recs = records(out);
+    REQUIRE(recs.size() == kPages);
+    for (size_t i = 0; i < kPages; ++i) CHECK(recs[i]["source"] == full_run()[i]["source"]);  // journal order kept
+    CHECK(by_page(recs) == by_page(full_run()));  // the same text, tokens and errors
+  }
+  // --ignore-eos: every page that reads generates exactly -n tokens.
+  const fs::path out = c.out("ignore-eos.jsonl");
+  CliResult r = run_ckjit("ocr " + c.common + " --parallel 3 --ignore-eos -o " + q(out) + " " + q(c.docs));
+  INFO(r.output);
+  for (const auto& j : records(out))
+    if (!j.contains("error")) CHECK(j["tokens"].get<int>() == 3);
+}
+
 TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only the missing pages done") {
   const Corpus& c = corpus();
   const auto& full = full_run();
@@ -342,6 +364,7 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {base + "--shard x " + q(c.docs), "expected i/N"},
       {base + "--dpi 0 " + q(c.docs), "--dpi"},
       {base + "-n 0 " + q(c.docs), "--n-predict"},
+      {base + "--parallel 0 " + q(c.docs), "--parallel"},
       {base + "--image-min-tokens 0 " + q(c.docs), "--image-min-tokens"},
       {base + q(c.dir / "nope"), "does not exist"},
       {base + "--bogus " + q(c.docs), "bogus"},

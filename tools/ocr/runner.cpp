@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,42 +29,48 @@ struct SessionFree {
   void operator()(ckjit_session* s) const { ckjit_session_free(s); }
 };
 
-// The model and its one session, loaded at the first page that needs them (a run whose pages are
-// all recorded or all broken loads nothing).
+// The model and its sessions (one per page in flight), loaded at the first page that needs them
+// (a run whose pages are all recorded or all broken loads nothing).
 class Engine {
  public:
   explicit Engine(const OcrOptions& o) : o_(o) {}
 
-  ckjit_session* session() {
-    if (session_) return session_.get();
-    ckjit_model_params mp;
-    ckjit_model_params_default(&mp);
-    mp.n_threads = o_.threads;
-    mp.vision_precision = o_.vision_precision.c_str();
-    mp.n_ctx = o_.n_ctx;
-    mp.use_profile = 1;
-    mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model
-    ckjit_model* m = nullptr;
-    if (ckjit_model_load(o_.model.c_str(), o_.mmproj.empty() ? nullptr : o_.mmproj.c_str(), &mp, &m) != CKJIT_OK)
-      throw Error(std::string("loading the model: ") + ckjit_last_error());
-    model_.reset(m);
-    if (o_.mmproj.empty()) std::fprintf(stderr, "ocr: mmproj %s (found beside the model)\n", ckjit_model_mmproj_path(m));
-    ckjit_session_params sp;
-    ckjit_session_params_default(&sp);
-    sp.n_ctx = o_.n_ctx;
-    sp.image_min_tokens = o_.image_min_tokens;
-    sp.image_max_tokens = o_.image_max_tokens;
-    ckjit_session* s = nullptr;
-    if (ckjit_session_new(model_.get(), &sp, &s) != CKJIT_OK)
-      throw Error(std::string("creating the session: ") + ckjit_last_error());
-    session_.reset(s);
-    return s;
+  // The first n sessions, creating the model and the sessions not made yet.
+  std::vector<ckjit_session*> sessions(size_t n) {
+    if (!model_) {
+      ckjit_model_params mp;
+      ckjit_model_params_default(&mp);
+      mp.n_threads = o_.threads;
+      mp.vision_precision = o_.vision_precision.c_str();
+      mp.n_ctx = o_.n_ctx;
+      mp.use_profile = 1;
+      mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model
+      ckjit_model* m = nullptr;
+      if (ckjit_model_load(o_.model.c_str(), o_.mmproj.empty() ? nullptr : o_.mmproj.c_str(), &mp, &m) != CKJIT_OK)
+        throw Error(std::string("loading the model: ") + ckjit_last_error());
+      model_.reset(m);
+      if (o_.mmproj.empty()) std::fprintf(stderr, "ocr: mmproj %s (found beside the model)\n", ckjit_model_mmproj_path(m));
+    }
+    while (sessions_.size() < n) {
+      ckjit_session_params sp;
+      ckjit_session_params_default(&sp);
+      sp.n_ctx = o_.n_ctx;
+      sp.image_min_tokens = o_.image_min_tokens;
+      sp.image_max_tokens = o_.image_max_tokens;
+      ckjit_session* s = nullptr;
+      if (ckjit_session_new(model_.get(), &sp, &s) != CKJIT_OK)
+        throw Error(std::string("creating a session: ") + ckjit_last_error());
+      sessions_.emplace_back(s);
+    }
+    std::vector<ckjit_session*> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(sessions_[i].get());
+    return out;
   }
 
  private:
   const OcrOptions& o_;
   std::unique_ptr<ckjit_model, ModelFree> model_;
-  std::unique_ptr<ckjit_session, SessionFree> session_;
+  std::vector<std::unique_ptr<ckjit_session, SessionFree>> sessions_;
 };
 
 struct Generated {
@@ -78,46 +86,56 @@ int on_token(int32_t, const char* text, void* user) {
   return g->stopped ? 1 : 0;
 }
 
-// The page through the model; throws ckjit::Error with the API's message when a step fails.
-// Returns false when stop() cut it short (nothing is recorded then).
-bool ocr_page(Engine& engine, PdfRasterizer& pdf, const OcrOptions& o, const Page& page, Record& rec) {
-  ckjit_session* s = engine.session();
-  auto check = [&](ckjit_status st, const char* step) {
-    if (st != CKJIT_OK) throw Error(std::string(step) + ": " + ckjit_status_name(st) + ": " + ckjit_session_last_error(s));
-  };
-  check(ckjit_session_reset(s), "reset");
+void check(ckjit_session* s, ckjit_status st, const char* step) {
+  if (st != CKJIT_OK) throw Error(std::string(step) + ": " + ckjit_status_name(st) + ": " + ckjit_session_last_error(s));
+}
+
+// A page in flight: its session holds the page image and the instruction as the pending prompt.
+struct InFlight {
+  const Page* page = nullptr;
+  ckjit_session* s = nullptr;
+  Record rec;
+  Clock::time_point start;
   double render_ms = 0;
-  if (page.kind == DocKind::pdf) {
-    const auto t = Clock::now();
-    const std::vector<uint8_t> bmp = pdf.render_bmp(page.source, page.page, o.dpi);
-    render_ms = ms_since(t);
-    check(ckjit_session_add_image_bytes(s, bmp.data(), bmp.size()), "image");
-  } else {
-    check(ckjit_session_add_image_file(s, page.source.c_str()), "image");
-  }
-  check(ckjit_session_add_text(s, o.prompt.c_str()), "prompt");
+  std::string error;
   Generated g;
-  g.stop = &o.stop;
-  ckjit_generate_params gp;
-  ckjit_generate_params_default(&gp);
-  gp.n_predict = o.n_predict;
-  gp.chat = 1;
-  gp.temp = o.temp;
-  gp.seed = o.seed;
-  gp.on_token = on_token;
-  gp.user_data = &g;
-  size_t n = 0;
-  const ckjit_status st = ckjit_generate(s, &gp, nullptr, 0, &n);
-  if (g.stopped) return false;
-  check(st, "generate");
+  ckjit_generate_params gp{};
+};
+
+// The page's image (a PDF page rasterized first) and the instruction into its session; throws
+// ckjit::Error with the API's message when a step fails.
+void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
+  ckjit_session* s = f.s;
+  check(s, ckjit_session_reset(s), "reset");
+  if (f.page->kind == DocKind::pdf) {
+    const auto t = Clock::now();
+    const std::vector<uint8_t> bmp = pdf.render_bmp(f.page->source, f.page->page, o.dpi);
+    f.render_ms = ms_since(t);
+    check(s, ckjit_session_add_image_bytes(s, bmp.data(), bmp.size()), "image");
+  } else {
+    check(s, ckjit_session_add_image_file(s, f.page->source.c_str()), "image");
+  }
+  check(s, ckjit_session_add_text(s, o.prompt.c_str()), "prompt");
+  f.g.stop = &o.stop;
+  ckjit_generate_params_default(&f.gp);
+  f.gp.n_predict = o.n_predict;
+  f.gp.chat = 1;
+  f.gp.ignore_eos = o.ignore_eos ? 1 : 0;
+  f.gp.temp = o.temp;
+  f.gp.seed = o.seed;
+  f.gp.on_token = on_token;
+  f.gp.user_data = &f.g;
+}
+
+// The generated page into its record.
+void finish_page(InFlight& f, size_t n) {
   ckjit_timings t{};
-  check(ckjit_session_timings(s, &t), "timings");
-  rec["text"] = g.text;
-  rec["tokens"] = n;
-  rec["timings"] = {{"render_ms", render_ms},     {"encode_ms", t.encode_ms},   {"prefill_ms", t.prefill_ms},
-                    {"image_prefill_ms", t.image_prefill_ms}, {"decode_ms", t.decode_ms}, {"n_prompt", t.n_prompt},
-                    {"n_image_rows", t.n_image_rows}};
-  return true;
+  check(f.s, ckjit_session_timings(f.s, &t), "timings");
+  f.rec["text"] = f.g.text;
+  f.rec["tokens"] = n;
+  f.rec["timings"] = {{"render_ms", f.render_ms},     {"encode_ms", t.encode_ms},   {"prefill_ms", t.prefill_ms},
+                      {"image_prefill_ms", t.image_prefill_ms}, {"decode_ms", t.decode_ms}, {"n_prompt", t.n_prompt},
+                      {"n_image_rows", t.n_image_rows}};
 }
 
 }  // namespace
@@ -160,36 +178,69 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   Engine engine(o);
   PdfRasterizer pdf;
   Progress progress(todo.size(), log, o.progress_tty);
-  for (const Page* p : todo) {
+  // Pages in groups of o.parallel: each group's pages prepared in order (image encoded, prompt
+  // pending), then generated together (ckjit_generate_batch: every page gets the text it would get
+  // alone), then recorded in page order.
+  const size_t P = size_t(std::max(1, o.parallel));
+  for (size_t g0 = 0; g0 < todo.size() && !sum.interrupted; g0 += P) {
     if (o.stop && o.stop()) {
       sum.interrupted = true;
       break;
     }
+    std::vector<InFlight> group;
+    for (size_t i = g0; i < std::min(todo.size(), g0 + P); ++i) {
+      group.emplace_back();
+      group.back().page = todo[i];
+    }
     // The model loads before the first page that needs it, outside that page's time; a model that
     // does not load stops the batch here (every page would fail alike).
-    if (p->error.empty()) engine.session();
-    const auto t = Clock::now();
-    Record rec = {{"source", p->source}, {"page", p->page}};
-    std::string error = p->error;
-    if (error.empty()) {
+    bool any = false;
+    for (const InFlight& f : group) any = any || f.page->error.empty();
+    std::vector<ckjit_session*> sessions;
+    if (any) sessions = engine.sessions(group.size());
+    std::vector<ckjit_session*> run;
+    std::vector<const ckjit_generate_params*> params;
+    std::vector<InFlight*> running;
+    for (size_t i = 0; i < group.size(); ++i) {
+      InFlight& f = group[i];
+      f.start = Clock::now();
+      f.rec = {{"source", f.page->source}, {"page", f.page->page}};
+      f.error = f.page->error;
+      if (!f.error.empty()) continue;
+      f.s = sessions[i];
       try {
-        if (!ocr_page(engine, pdf, o, *p, rec)) {
-          sum.interrupted = true;
-          break;
-        }
-      } catch (const std::exception& e) {  // ckjit::Error, and e.g. bad_alloc on a huge page: that page only
-        error = e.what();
+        prepare_page(pdf, o, f);  // ckjit::Error, and e.g. bad_alloc on a huge page: that page only
+        run.push_back(f.s), params.push_back(&f.gp), running.push_back(&f);
+      } catch (const std::exception& e) {
+        f.error = e.what();
       }
     }
-    if (error.empty()) rec["timings"]["page_ms"] = ms_since(t);  // the whole page: render, encode, prefill, decode
-    if (!error.empty()) {
-      rec = {{"source", p->source}, {"page", p->page}, {"error", error}};
-      ++sum.failed;
+    std::vector<ckjit_status> st(run.size(), CKJIT_OK);
+    std::vector<size_t> n(run.size(), 0);
+    if (!run.empty()) ckjit_generate_batch(run.data(), params.data(), run.size(), st.data(), n.data());
+    for (const InFlight* f : running)
+      if (f->g.stopped) sum.interrupted = true;
+    if (sum.interrupted) break;  // nothing of the cut group is recorded
+    for (size_t k = 0; k < running.size(); ++k) {
+      InFlight& f = *running[k];
+      try {
+        check(f.s, st[k], "generate");
+        finish_page(f, n[k]);
+      } catch (const std::exception& e) {
+        f.error = e.what();
+      }
     }
-    writer.append(rec);
-    ++sum.done;
-    progress.page_done(p->source + (p->kind == DocKind::pdf ? " p" + std::to_string(p->page) : ""), error.empty(),
-                       ms_since(t) / 1000.0);
+    for (InFlight& f : group) {
+      if (f.error.empty()) f.rec["timings"]["page_ms"] = ms_since(f.start);  // the whole page: render, encode, prefill, decode
+      if (!f.error.empty()) {
+        f.rec = {{"source", f.page->source}, {"page", f.page->page}, {"error", f.error}};
+        ++sum.failed;
+      }
+      writer.append(f.rec);
+      ++sum.done;
+      progress.page_done(f.page->source + (f.page->kind == DocKind::pdf ? " p" + std::to_string(f.page->page) : ""),
+                         f.error.empty(), ms_since(f.start) / 1000.0);
+    }
   }
   progress.finish();
   return sum;

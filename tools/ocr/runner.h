@@ -19,6 +19,8 @@ struct OcrOptions {
   std::string model, mmproj;
   std::string prompt = "Transcribe all the text on this page.";
   int n_predict = 256;
+  bool ignore_eos = false;         // generate n_predict tokens whatever comes (benchmarks on random weights)
+  int parallel = 1;                // pages in flight: generated together (ckjit_generate_batch), the same text each
   int threads = 0;                 // 0: the machine's CPU budget
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
   int n_ctx = 4096;
