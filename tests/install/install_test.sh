@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the build into a temporary prefix and uses it as an embedder would: examples/read_page
+# Installs the build into a temporary prefix and uses it as an embedder would: examples/read_page (and read_pages_together, two pages in one batch)
 # built with find_package(ckjit) and with pkg-config (shared and static), run on a tiny synthesized
 # pair; the installed .so exports only ckjit_* and has the soname libckjit.so.0.
 #   install_test.sh BUILD_DIR SOURCE_DIR BUILD_TYPE LIBDIR C_COMPILER CMAKE GENERATOR
@@ -56,6 +56,12 @@ step "(a) find_package(ckjit): ckjit::ckjit and ckjit::ckjit_static"
 run_example cmake-shared "$TMP/ex/read_page" LD_LIBRARY_PATH="$L"
 no_libckjit_needed "$TMP/ex/read_page_static"
 run_example cmake-static "$TMP/ex/read_page_static"
+# Two pages generated together (ckjit_generate_batch), shared library.
+IMAGE2="$SRC/tests/fixtures/vision/images/grey-96x80.png"
+LD_LIBRARY_PATH="$L" "$TMP/ex/read_pages_together" "$TMP/model/t-Q4_K_M.gguf" "$TMP/model/mmproj-t-f16.gguf" "$IMAGE" "$IMAGE2" \
+  >"$TMP/together.out" 2>"$TMP/together.err" || { cat "$TMP/together.out" "$TMP/together.err"; fail "read_pages_together exited non-zero"; }
+[ "$(grep -c '^timings: encode' "$TMP/together.out")" = 2 ] || { cat "$TMP/together.out"; fail "read_pages_together: not two pages"; }
+echo "read_pages_together: $(grep -c '^page ' "$TMP/together.out") pages"
 
 step "(b) pkg-config"
 export PKG_CONFIG_PATH="$L/pkgconfig"
