@@ -631,6 +631,59 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
   });
 }
 
+ckjit_status ckjit_batcher_new(ckjit_model* model, int32_t max_sessions, int32_t n_threads, ckjit_batcher** out) {
+  if (out) *out = nullptr;
+  capi::ErrorSlot* slot = slot_of(model);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    need(out, "out");
+    ckjit_model* m = model_of(model);
+    if (max_sessions < 1) raise(CKJIT_ERR_INVALID_ARGUMENT, "max_sessions must be at least 1");
+    if (n_threads < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads must not be negative");
+    auto b = std::make_unique<ckjit_batcher>();
+    b->core = m->core;
+    b->batcher = std::make_unique<pair::Batcher>(m->core->pair, max_sessions, n_threads ? n_threads : m->core->pair->threads());
+    capi::register_handle(b.get(), Kind::batcher);
+    *out = b.release();
+    return CKJIT_OK;
+  });
+}
+
+void ckjit_batcher_free(ckjit_batcher* b) {
+  if (!b || !capi::take_handle(b, Kind::batcher)) return;
+  delete b;
+}
+
+ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_session* session, const ckjit_generate_params* given,
+                                    int32_t* tokens, size_t capacity, size_t* n_generated) {
+  if (n_generated) *n_generated = 0;
+  capi::ErrorSlot* slot = slot_of(session);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    if (!batcher) raise(CKJIT_ERR_INVALID_ARGUMENT, "the batcher handle is NULL");
+    if (!capi::live_handle(batcher, Kind::batcher)) raise(CKJIT_ERR_BAD_HANDLE, "not a live batcher handle (freed, or not from ckjit_batcher_new)");
+    if (batcher->core != s->core) raise(CKJIT_ERR_INVALID_ARGUMENT, "the session is of another model than the batcher");
+    if (capacity > 0) need(tokens, "tokens");
+    SessionRun run;
+    setup_run(run, s, given);
+    graph::GenerateResult r;
+    try {
+      run.prompt = s->ctx->render(s->prompt);
+      r = batcher->batcher->generate(*s->ctx, run.prompt, run.go, run.cb);
+    } catch (...) {
+      s->clear_prompt();
+      throw;
+    }
+    s->clear_prompt();
+    record_run(s, r);
+    if (n_generated) *n_generated = r.generated.size();
+    std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
+    if (r.generated.size() > capacity && tokens)
+      raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
+                                            " (the session holds all of them)");
+    return CKJIT_OK;
+  });
+}
+
 const float* ckjit_session_logits(const ckjit_session* s, int32_t* n_vocab) {
   if (n_vocab) *n_vocab = 0;
   if (!s || !capi::live_handle(s, Kind::session) || s->logits.empty()) return nullptr;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pair/batcher.h"
 #include "pair/context.h"
 #include "pair/model.h"
 #include "pair/prompt.h"
@@ -55,6 +56,14 @@ struct ckjit_session {
   ckjit::capi::ErrorSlot error;
 };
 
+// A continuous-batching engine over one model (pair::Batcher): ckjit_batcher_generate calls from
+// several threads run together.
+struct ckjit_batcher {
+  std::shared_ptr<ckjit::capi::ModelCore> core;
+  std::unique_ptr<ckjit::pair::Batcher> batcher;
+  ckjit::capi::ErrorSlot error;
+};
+
 // An encoded image: the model it belongs to (rows fit only that text model) and its rows.
 struct ckjit_image {
   std::shared_ptr<ckjit::capi::ModelCore> core;
@@ -65,7 +74,7 @@ namespace ckjit::capi {
 
 // Live handles by address and kind: registered on creation, unregistered before deletion, looked
 // up by every call (a model handle passed as a session is "foreign").
-enum class Kind { model, session, image };
+enum class Kind { model, session, image, batcher };
 void register_handle(const void* h, Kind k);
 void unregister_handle(const void* h);
 bool live_handle(const void* h, Kind k);

@@ -34,7 +34,8 @@ struct Scheduler::Stream {
 
 Scheduler::Scheduler(const TextModel& model, const tok::Tokenizer& tok, int64_t max_streams, int64_t att_scratch_per_worker,
                      Workers& pool)
-    : model_(model), tok_(tok), pool_(pool), max_streams_(max_streams), decoder_(model, max_streams, att_scratch_per_worker, pool) {}
+    : model_(model), tok_(tok), pool_(pool), max_streams_(max_streams), att_scratch_(att_scratch_per_worker),
+      decoder_(model, max_streams, att_scratch_per_worker, pool) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -42,8 +43,11 @@ int Scheduler::add_stream(std::unique_ptr<Stream> st) {
   if (&st->s->model() != &model_) throw Error("scheduler: the session is not on this model", ErrorKind::invalid_argument);
   if (active() >= max_streams_)
     throw Error("scheduler: " + std::to_string(max_streams_) + " streams already run", ErrorKind::invalid_argument);
+  if (st->s->attention_scratch_per_worker() > att_scratch_)
+    throw Error("scheduler: the session's attention needs more scratch than the scheduler was made for", ErrorKind::invalid_argument);
   for (const auto& other : streams_)
-    if (!other->finished && other->s == st->s) throw Error("scheduler: the session already runs a stream", ErrorKind::invalid_argument);
+    if (other && !other->finished && other->s == st->s)
+      throw Error("scheduler: the session already runs a stream", ErrorKind::invalid_argument);
   check_prompt(*st->s, st->rows.size(), *st->o);
   streams_.push_back(std::move(st));
   return int(streams_.size() - 1);
@@ -76,20 +80,29 @@ int Scheduler::add(Session& session, const BridgePrompt& prompt, const GenerateO
 }
 
 void Scheduler::cancel(int id) {
-  if (id < 0 || size_t(id) >= streams_.size()) throw Error("scheduler: no stream " + std::to_string(id));
+  if (id < 0 || size_t(id) >= streams_.size() || !streams_[size_t(id)]) throw Error("scheduler: no stream " + std::to_string(id));
   streams_[size_t(id)]->finished = true;
 }
 
-bool Scheduler::done(int id) const { return id >= 0 && size_t(id) < streams_.size() && streams_[size_t(id)]->finished; }
+bool Scheduler::done(int id) const {
+  return id >= 0 && size_t(id) < streams_.size() && (!streams_[size_t(id)] || streams_[size_t(id)]->finished);
+}
 
 const GenerateResult& Scheduler::result(int id) const {
-  if (id < 0 || size_t(id) >= streams_.size()) throw Error("scheduler: no stream " + std::to_string(id));
+  if (id < 0 || size_t(id) >= streams_.size() || !streams_[size_t(id)]) throw Error("scheduler: no stream " + std::to_string(id));
   return streams_[size_t(id)]->r;
+}
+
+GenerateResult Scheduler::take_result(int id) {
+  if (!done(id) || !streams_[size_t(id)]) throw Error("scheduler: stream " + std::to_string(id) + " is not done or already taken");
+  GenerateResult r = std::move(streams_[size_t(id)]->r);
+  streams_[size_t(id)].reset();
+  return r;
 }
 
 int64_t Scheduler::active() const {
   int64_t n = 0;
-  for (const auto& st : streams_) n += !st->finished;
+  for (const auto& st : streams_) n += st && !st->finished;
   return n;
 }
 
@@ -97,8 +110,9 @@ int64_t Scheduler::active() const {
 // takes the logits of its last row and generates from the next decode step on.
 void Scheduler::prefill_one() {
   for (size_t k = 0; k < streams_.size(); ++k) {
-    Stream& st = *streams_[(next_prefill_ + k) % streams_.size()];
-    if (!st.prefilling()) continue;
+    const auto& sp = streams_[(next_prefill_ + k) % streams_.size()];
+    if (!sp || !sp->prefilling()) continue;
+    Stream& st = *sp;
     next_prefill_ = (next_prefill_ + k + 1) % streams_.size();
     const auto [n, image] = st.chunks[st.next_chunk];
     const bool last = st.next_chunk + 1 == st.chunks.size();
@@ -126,7 +140,7 @@ void Scheduler::prefill_one() {
 void Scheduler::decode_all() {
   std::vector<Stream*> going;
   for (auto& st : streams_) {
-    if (!st->generating()) continue;
+    if (!st || !st->generating()) continue;
     st->pending = st->loop->next(st->logits.data());
     if (st->pending < 0) st->finished = true;
     else going.push_back(st.get());
@@ -146,11 +160,16 @@ void Scheduler::decode_all() {
 }
 
 bool Scheduler::step() {
-  bool any = false;
-  for (const auto& st : streams_) any = any || !st->finished;
-  if (!any) return false;
+  if (active() == 0) return false;
   prefill_one();
   decode_all();
+  // Finished streams keep only their result (the prompt rows and logits go).
+  for (auto& st : streams_)
+    if (st && st->finished && st->loop) {
+      st->loop.reset();
+      st->rows.clear();
+      std::vector<float>().swap(st->logits);
+    }
   return true;
 }
 

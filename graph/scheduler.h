@@ -42,7 +42,12 @@ class Scheduler {
   bool done(int id) const;
   // The result of a stream (complete once done(id)).
   const GenerateResult& result(int id) const;
+  // Moves a done stream's result out and forgets the stream (a long-running server's streams do
+  // not accumulate); result(id) is then an Error.
+  GenerateResult take_result(int id);
   int64_t active() const;
+  // The attention scratch per worker the scheduler's decode steps were made for.
+  int64_t att_scratch_per_worker() const { return att_scratch_; }
 
  private:
   struct Stream;
@@ -53,9 +58,9 @@ class Scheduler {
   const TextModel& model_;
   const tok::Tokenizer& tok_;
   Workers& pool_;
-  int64_t max_streams_;
+  int64_t max_streams_, att_scratch_;
   BatchedDecoder decoder_;
-  std::vector<std::unique_ptr<Stream>> streams_;  // by id
+  std::vector<std::unique_ptr<Stream>> streams_;  // by id; null once taken
   size_t next_prefill_ = 0;                       // round robin over stream ids
 };
 

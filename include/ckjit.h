@@ -224,6 +224,21 @@ CKJIT_API ckjit_status ckjit_generate(ckjit_session* session, const ckjit_genera
 CKJIT_API ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_generate_params* const* params, size_t n,
                                             ckjit_status* status, size_t* n_generated);
 
+/* A continuous-batching engine over one model, for callers on several threads (a server's
+ * requests): each ckjit_batcher_generate call blocks its thread while one engine thread runs every
+ * call together — a new call's prompt is prefilled in chunks between the others' decode steps, and
+ * each decode step serves every call at once, reading the weights once. Each call gets exactly the
+ * tokens ckjit_generate would give its session alone. At most max_sessions calls run at once (more
+ * wait, in arrival order). n_threads: the engine's decode workers (0: the model's). The callbacks
+ * (on_token) run on the engine thread. */
+typedef struct ckjit_batcher ckjit_batcher;
+CKJIT_API ckjit_status ckjit_batcher_new(ckjit_model* model, int32_t max_sessions, int32_t n_threads, ckjit_batcher** out);
+/* Call only once no ckjit_batcher_generate on it is running. NULL and dead handles are ignored. */
+CKJIT_API void ckjit_batcher_free(ckjit_batcher* batcher);
+/* As ckjit_generate, through the batcher; session: of the batcher's model, used by no other call meanwhile. */
+CKJIT_API ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_session* session, const ckjit_generate_params* params,
+                                              int32_t* tokens, size_t capacity, size_t* n_generated);
+
 /* The logits that chose the last generated token (n_vocab floats), or NULL before any; valid until
  * the session's next call. */
 CKJIT_API const float* ckjit_session_logits(const ckjit_session* session, int32_t* n_vocab);

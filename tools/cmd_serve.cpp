@@ -20,7 +20,7 @@ static int serve_main(const std::vector<std::string>& args) {
       ("alias,a", po::value(&o.alias), "the model name clients use (default: the model file's stem)")
       ("host", po::value(&o.host)->default_value("127.0.0.1"), "address to listen on")
       ("port", po::value(&o.port)->default_value(8080), "port (0: any free one, printed when listening)")
-      ("parallel", po::value(&o.parallel)->default_value(1), "sessions: requests served at once (the rest wait in line)")
+      ("parallel", po::value(&o.parallel)->default_value(1), "sessions: requests served at once (the rest wait in line); more than 1: their decode steps run in one batch (continuous batching; each request's tokens are those it would get alone)")
       ("threads,t", po::value(&o.threads)->default_value(0), "worker threads per session (0: the machine's CPU budget)")
       ("ctx-size,c", po::value(&o.n_ctx)->default_value(4096), "context per session (tokens); a longer prompt is a 400")
       ("batch-size,b", po::value(&o.n_batch)->default_value(512), "prefill rows per chunk")

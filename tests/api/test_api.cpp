@@ -677,3 +677,63 @@ TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens;
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("api") {
+
+TEST_CASE("api: ckjit_batcher_generate from several threads gives each session ckjit_generate's tokens") {
+  ckjit_model* m = load();
+  const std::string img = image_path("square-64.png");
+  const char* prompts[] = {"Read this page.", "What is written here?", "Describe it.", "One word."};
+  const int n_predict[] = {6, 9, 4, 12};
+  auto make = [&](int i) {
+    ckjit_session* s = nullptr;
+    REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+    if (i % 2 == 0) REQUIRE_MESSAGE(ckjit_session_add_image_file(s, img.c_str()) == CKJIT_OK, ckjit_session_last_error(s));
+    REQUIRE(ckjit_session_add_text(s, prompts[i]) == CKJIT_OK);
+    return s;
+  };
+  auto params = [&](int i, Collected* c) {
+    ckjit_generate_params gp;
+    ckjit_generate_params_default(&gp);
+    gp.n_predict = n_predict[i], gp.ignore_eos = 1, gp.chat = 1, gp.temp = i == 3 ? 0.9f : 0.0f, gp.seed = 9;
+    gp.on_token = collect, gp.user_data = c;
+    return gp;
+  };
+  std::vector<Collected> alone(4), together(4);
+  for (int i = 0; i < 4; ++i) {
+    ckjit_session* s = make(i);
+    const ckjit_generate_params gp = params(i, &alone[size_t(i)]);
+    REQUIRE(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_OK);
+    ckjit_session_free(s);
+  }
+  ckjit_batcher* b = nullptr;
+  CHECK(ckjit_batcher_new(m, 0, 0, &b) == CKJIT_ERR_INVALID_ARGUMENT);
+  REQUIRE(ckjit_batcher_new(m, 3, 0, &b) == CKJIT_OK);  // 3 at once: the fourth waits for a place
+  std::vector<ckjit_session*> ss;
+  for (int i = 0; i < 4; ++i) ss.push_back(make(i));
+  std::vector<ckjit_status> st(4, CKJIT_ERR_INTERNAL);
+  std::vector<size_t> n(4, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      const ckjit_generate_params gp = params(i, &together[size_t(i)]);
+      st[size_t(i)] = ckjit_batcher_generate(b, ss[size_t(i)], &gp, nullptr, 0, &n[size_t(i)]);
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(st[size_t(i)] == CKJIT_OK);
+    CHECK(n[size_t(i)] == size_t(n_predict[i]));
+    CHECK(together[size_t(i)].ids == alone[size_t(i)].ids);
+    CHECK(together[size_t(i)].text == alone[size_t(i)].text);
+  }
+  // An empty prompt fails that call only; a session of no prompt is refused before it reaches the engine.
+  CHECK(ckjit_batcher_generate(b, ss[0], nullptr, nullptr, 0, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_batcher_generate(nullptr, ss[0], nullptr, nullptr, 0, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  for (auto* s : ss) ckjit_session_free(s);
+  ckjit_batcher_free(b);
+  ckjit_batcher_free(b);  // a dead handle is ignored
+  ckjit_model_free(m);
+}
+
+}  // TEST_SUITE

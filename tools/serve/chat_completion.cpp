@@ -95,7 +95,9 @@ Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const 
   gp.on_token = on_token;
   gp.user_data = &sink;
   size_t n = 0;
-  const ckjit_status gs = ckjit_generate(s, &gp, nullptr, 0, &n);
+  // With several sessions, through the batcher: every running request's decode step in one pass
+  // (the same tokens as alone); on_token then runs on the batcher's thread while this one waits.
+  const ckjit_status gs = st.batcher ? ckjit_batcher_generate(st.batcher, s, &gp, nullptr, 0, &n) : ckjit_generate(s, &gp, nullptr, 0, &n);
   ckjit_timings t{};
   ckjit_session_timings(s, &t);
   st.metrics.phases(t.encode_ms / 1e3, t.prefill_ms / 1e3, t.decode_ms / 1e3);

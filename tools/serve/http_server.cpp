@@ -53,7 +53,10 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   st->n_ctx = o.n_ctx;
   try {
     st->pool = std::make_unique<SessionPool>(st->model, o.parallel, sp);
+    if (o.parallel > 1 && ckjit_batcher_new(st->model, o.parallel, o.threads, &st->batcher) != CKJIT_OK)
+      throw std::runtime_error(ckjit_last_error());
   } catch (...) {
+    st->pool.reset();
     ckjit_model_free(st->model);
     throw;
   }
@@ -129,12 +132,13 @@ int run_server(const ServerOptions& o) {
     routes(svr, *st, started);
     const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
     if (port < 0) {
+      ckjit_batcher_free(st->batcher);
       st->pool.reset();
       ckjit_model_free(st->model);
       throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port));
     }
-    std::fprintf(stderr, "ckjit serve: model '%s', %d session(s), listening on http://%s:%d\n", st->model_name.c_str(), o.parallel,
-                 o.host.c_str(), port);
+    std::fprintf(stderr, "ckjit serve: model '%s', %d session(s)%s, listening on http://%s:%d\n", st->model_name.c_str(), o.parallel,
+                 st->batcher ? " decoding in one batch" : "", o.host.c_str(), port);
     std::fflush(stderr);
     std::atomic<bool> served{false};
     std::thread waiter([&] {
@@ -149,7 +153,8 @@ int run_server(const ServerOptions& o) {
     served = true;
     pthread_kill(waiter.native_handle(), SIGTERM);  // no-op wake-up if a signal already came
     waiter.join();
-  }  // the server's threads are joined here, before the sessions and the model go
+  }  // the server's threads are joined here, before the batcher, the sessions and the model go
+  ckjit_batcher_free(st->batcher);
   st->pool.reset();
   ckjit_model_free(st->model);
   std::fprintf(stderr, "ckjit serve: stopped\n");

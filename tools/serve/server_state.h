@@ -34,6 +34,8 @@ struct ServerState {
   std::string model_name;  // what /v1/models lists and "model" may name
   ckjit_model* model = nullptr;
   std::unique_ptr<SessionPool> pool;
+  // --parallel > 1: the sessions' generations run together in one batch (continuous batching).
+  ckjit_batcher* batcher = nullptr;
   std::unique_ptr<ImageCache> cache;
   Metrics metrics;
   std::atomic<bool> stopping{false};
