@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "include/ckjit.h"
+#include "tests/unit/process_temp_dir.h"
 #include "runtime/synth/qwen3vl_layout.h"
 #include "runtime/synth/synth_model.h"
 
@@ -32,7 +33,7 @@ struct Pair {
 const Pair& pair() {
   static Pair p = [] {
     Pair x;
-    x.dir = fs::temp_directory_path() / ("ckjit_api_" + std::to_string(::getpid()));
+    x.dir = ckjit::test::process_temp_dir("ckjit_api_");
     fs::create_directories(x.dir);
     ckjit::synth::SynthOptions o;
     o.seed = 11;

@@ -22,6 +22,7 @@
 #include "skip.h"
 #include "tokenizer_fixture.h"
 #include "tools/cli_terms.h"
+#include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -37,7 +38,7 @@ struct PairFiles {
 const PairFiles& files() {
   static const PairFiles f = [] {
     PairFiles x;
-    x.dir = fs::temp_directory_path() / ("ckjit_pair_" + std::to_string(::getpid()));
+    x.dir = ckjit::test::process_temp_dir("ckjit_pair_");
     fs::create_directories(x.dir);
     synth::SynthOptions o;
     o.seed = 5;

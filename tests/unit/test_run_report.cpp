@@ -19,6 +19,7 @@
 #include "tests/unit/cli_run.h"
 #include "tests/unit/skip.h"
 #include "tools/report/run_report.h"
+#include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -49,7 +50,7 @@ struct TinyPair {
 const TinyPair& tiny_pair() {
   static TinyPair p = [] {
     TinyPair x;
-    x.dir = fs::temp_directory_path() / ("ckjit_report_" + std::to_string(::getpid()));
+    x.dir = ckjit::test::process_temp_dir("ckjit_report_");
     fs::create_directories(x.dir);
     run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
     x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";

