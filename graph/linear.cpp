@@ -174,6 +174,7 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
         }
         out.planned = true;
         out.tiling = plan->tiling;
+        out.plan_rows = shape.m;
         return out;
       } catch (const Error& e) {
         lp->note_fallback(shape, e.what());
@@ -329,7 +330,10 @@ void Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void
 
 void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
   const jit::JitKernel* k = residual ? ks.residual : ks.store;
-  if (ks.planned) {
+  // A plan cuts the output for the rows it was made for (a prefill chunk): far fewer rows (a
+  // short prompt, a multi-sequence decode step) could leave one row strip to one worker, so they
+  // take the even grid instead. The tiling never changes a result.
+  if (ks.planned && 4 * m >= ks.plan_rows) {
     run_planned(pool, ks.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
   } else {
     const int64_t align = int64_t(packed_->panel) * k->spec().nr;

@@ -104,6 +104,7 @@ class Linear {
     const jit::JitKernel *store = nullptr, *residual = nullptr;
     bool planned = false;
     Tiling tiling;
+    int64_t plan_rows = 0;  // the M the plan was made for
     explicit operator bool() const { return store != nullptr; }
   };
   OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,

@@ -17,7 +17,7 @@ struct Batcher::Job {
 };
 
 Batcher::Batcher(std::shared_ptr<const Model> model, int64_t max_streams, int threads)
-    : model_(std::move(model)), max_streams_(max_streams), pool_(std::max(1, threads)) {
+    : model_(std::move(model)), max_streams_(max_streams), threads_(std::max(1, threads)) {
   if (max_streams_ < 1) throw Error("batcher: at least one stream", ErrorKind::invalid_argument);
   engine_ = std::thread([this] { loop(); });
 }
@@ -52,7 +52,7 @@ bool Batcher::start(Job& job) {
   const int64_t scratch = s.attention_scratch_per_worker();
   if (!sched_ || (scratch > sched_->att_scratch_per_worker() && sched_->active() == 0))
     sched_ = std::make_unique<graph::Scheduler>(model_->text(), model_->tokenizer(), max_streams_,
-                                                std::max(scratch, sched_ ? sched_->att_scratch_per_worker() : 0), pool_);
+                                                std::max(scratch, sched_ ? sched_->att_scratch_per_worker() : 0), *pool_);
   if (sched_->active() >= max_streams_ || scratch > sched_->att_scratch_per_worker()) return false;
   try {
     job.id = job.prompt->bridge ? sched_->add(s, *job.prompt->bridge, *job.o, *job.cb) : sched_->add(s, job.prompt->ids, *job.o, *job.cb);
@@ -63,12 +63,17 @@ bool Batcher::start(Job& job) {
 }
 
 void Batcher::loop() {
+  pool_ = Workers::for_budget(model_->machine(), threads_);
   std::vector<Job*> running;
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stop_ || !waiting_.empty() || !running.empty(); });
-      if (stop_ && waiting_.empty() && running.empty()) return;
+      if (stop_ && waiting_.empty() && running.empty()) {
+        sched_.reset();
+        pool_.reset();  // on this thread: its pinning is undone here
+        return;
+      }
       // Arrival order: the first that cannot start yet holds the later ones back.
       while (!waiting_.empty()) {
         Job* job = waiting_.front();

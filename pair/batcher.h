@@ -23,7 +23,9 @@ namespace ckjit::pair {
 class Batcher {
  public:
   // Up to max_streams calls run at once (more wait for a free place, in arrival order); the decode
-  // steps run on `threads` workers of the engine's own.
+  // steps run on `threads` workers of the engine's own, placed as a context's are
+  // (Workers::for_budget, made on the engine thread: its worker 0), so they do not inherit the
+  // affinity of the thread that made the batcher.
   Batcher(std::shared_ptr<const Model> model, int64_t max_streams, int threads);
   // Waits for the running calls to finish.
   ~Batcher();
@@ -42,7 +44,8 @@ class Batcher {
 
   std::shared_ptr<const Model> model_;
   int64_t max_streams_;
-  Workers pool_;
+  int threads_;
+  std::unique_ptr<Workers> pool_;  // made and used on the engine thread
   std::unique_ptr<graph::Scheduler> sched_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -2,7 +2,7 @@
 // sequence decoding alone, on a real model file: each sequence is prefilled with its own prompt,
 // then `steps` decode steps run (teacher-forced ids), alone and in steps of N. Prints tokens/s per
 // N and the ratio to a single stream; medians of alternated runs.
-//   bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2]
+//   bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2] [-c CTX]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,12 +69,13 @@ double run(const TextModel& m, Workers& pool, int n, int steps, int prompt, int6
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2]\n");
+    std::fprintf(stderr, "usage: bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2] [-c CTX]\n");
     return 2;
   }
   const std::string model = argv[1];
   std::vector<int> streams = {1, 2, 4, 8};
   int steps = 32, prompt = 64, runs = 3, threads = 2;
+  int64_t ctx = 0;  // 0: prompt + steps + 16
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     else if (a == "--prompt") prompt = std::max(1, std::atoi(next().c_str()));
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "-t") threads = std::max(1, std::atoi(next().c_str()));
+    else if (a == "-c") ctx = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr, "bench_batched_decode: unknown argument %s\n", a.c_str());
       return 2;
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
   const TextModel m(f, ModelOptions{}, pool);
   std::vector<std::vector<double>> tps(streams.size());
   for (int r = 0; r < runs; ++r)
-    for (size_t i = 0; i < streams.size(); ++i) tps[i].push_back(run(m, pool, streams[i], steps, prompt, prompt + steps + 16));
+    for (size_t i = 0; i < streams.size(); ++i) tps[i].push_back(run(m, pool, streams[i], steps, prompt, ctx ? ctx : prompt + steps + 16));
   double single = 0;
   for (size_t i = 0; i < streams.size(); ++i) {
     std::sort(tps[i].begin(), tps[i].end());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A bounded load test of `ckjit serve` (not a timed test): starts a server on a model pair (the
 # tiny synthesized one unless -m/--mmproj are given), sends N chat completions from C concurrent
-# curl clients, and reports requests/s and p50 / p99 latency with the machine (`ckjit info`) and
+# curl clients, and reports requests/s, generated tokens/s (max_tokens with ignore_eos) and p50 / p95 / p99
+# latency with the machine (`ckjit info`) and
 # the load average, which say how far the numbers can be trusted on a shared machine.
 #   bash perf/serve_load.sh [-n 48] [-c 4] [--parallel 2] [--max-tokens 8] [--image PNG] [-m M --mmproj P]
 set -euo pipefail
@@ -56,10 +57,10 @@ ok=$(awk '$1 == 200' "$TMP/times" | wc -l)
 echo "machine: $("$CKJIT" info | head -1)"
 echo "load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "server: --parallel $PAR -t $THREADS, $(basename "$MODEL")${IMAGE:+, image $(basename "$IMAGE")}, max_tokens $MAXTOK"
-sort -n -k2 "$TMP/times" | awk -v n="$N" -v c="$C" -v ok="$ok" -v s="$start" -v e="$end" '
+sort -n -k2 "$TMP/times" | awk -v n="$N" -v c="$C" -v ok="$ok" -v s="$start" -v e="$end" -v mt="$MAXTOK" '
   { t[NR] = $2 }
   END {
-    p50 = t[int((NR - 1) * 0.50) + 1]; p99 = t[int((NR - 1) * 0.99) + 1]
-    printf "requests: %d (%d concurrent), %d ok\nthroughput: %.2f requests/s\nlatency: p50 %.3f s, p99 %.3f s\n", n, c, ok, n / (e - s), p50, p99
+    p50 = t[int((NR - 1) * 0.50) + 1]; p95 = t[int((NR - 1) * 0.95) + 1]; p99 = t[int((NR - 1) * 0.99) + 1]
+    printf "requests: %d (%d concurrent), %d ok\nthroughput: %.2f requests/s, %.1f generated tokens/s\nlatency: p50 %.3f s, p95 %.3f s, p99 %.3f s\n", n, c, ok, n / (e - s), ok * mt / (e - s), p50, p95, p99
   }' 
 grep -E '^ckjit_(phase_seconds_total|completion_tokens_total|image_cache_hits_total)' <(curl -s "http://127.0.0.1:$PORT/metrics") || true
