@@ -532,6 +532,17 @@ void record_run(ckjit_session* s, const graph::GenerateResult& r) {
   t.n_prompt += r.n_prompt, t.n_image_rows += r.n_image_rows, t.n_decoded += r.n_decoded;
 }
 
+// The run's counts into the session and the generated ids into the caller's buffer.
+ckjit_status finish_run(ckjit_session* s, const graph::GenerateResult& r, int32_t* tokens, size_t capacity, size_t* n_generated) {
+  record_run(s, r);
+  if (n_generated) *n_generated = r.generated.size();
+  std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
+  if (r.generated.size() > capacity && tokens)
+    raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
+                                          " (the session holds all of them)");
+  return CKJIT_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -553,13 +564,7 @@ ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params*
       throw;
     }
     s->clear_prompt();
-    record_run(s, r);
-    if (n_generated) *n_generated = r.generated.size();
-    std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
-    if (r.generated.size() > capacity && tokens)
-      raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
-                                            " (the session holds all of them)");
-    return CKJIT_OK;
+    return finish_run(s, r, tokens, capacity, n_generated);
   });
 }
 
@@ -674,13 +679,7 @@ ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_session* sessi
       throw;
     }
     s->clear_prompt();
-    record_run(s, r);
-    if (n_generated) *n_generated = r.generated.size();
-    std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
-    if (r.generated.size() > capacity && tokens)
-      raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
-                                            " (the session holds all of them)");
-    return CKJIT_OK;
+    return finish_run(s, r, tokens, capacity, n_generated);
   });
 }
 

@@ -33,57 +33,6 @@ constexpr int64_t kAhead = 4;
 
 }  // namespace
 
-CKJIT_X2_TARGET void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* y,
-                                                 int64_t n, float out[2]) {
-  const int64_t nb = n / QK_K;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
-  // Word index per 128-bit quarter for chunk c: row 0 scales 2c, 2c+1, row 1 scales 2c, 2c+1 (the
-  // AVX2 code's _mm256_set_m128i(set1(sc[2c+1]), set1(sc[2c])) for each row).
-  __m512i pick[8];
-  for (int c = 0; c < 8; ++c) {
-    const __m128i q0 = _mm_set1_epi16(short(2 * c)), q1 = _mm_set1_epi16(short(2 * c + 1));
-    const __m128i q2 = _mm_set1_epi16(short(16 + 2 * c)), q3 = _mm_set1_epi16(short(16 + 2 * c + 1));
-    pick[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(q1, q0)), _mm256_set_m128i(q3, q2), 1);
-  }
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    if (i + kAhead < nb)  // both rows' block kAhead ahead (210 bytes: 4 lines); no effect on the sums
-      for (int l = 0; l < 256; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(x0 + i + kAhead) + l, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(x1 + i + kAhead) + l, _MM_HINT_T0);
-      }
-    const float d0 = y[i].d * _cvtsh_ss(x0[i].d), d1 = y[i].d * _cvtsh_ss(x1[i].d);
-    const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
-    const int8_t* r = y[i].qs;
-    const __m512i sc16 = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[i].scales)))),
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[i].scales))), 1);
-    __m512i T = _mm512_setzero_si512();
-    for (int half = 0; half < 2; ++half, ql0 += 64, ql1 += 64, qh0 += 32, qh1 += 32, r += 128) {
-      const __m512i l0 = load_pair(ql0, ql1), l1 = load_pair(ql0 + 32, ql1 + 32), h = load_pair(qh0, qh1);
-      __m512i u[4];
-      u[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
-      u[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
-      u[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
-      u[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
-      for (int c = 0; c < 4; ++c) {
-        const __m512i rv = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32 * c)));
-        const __m512i p16 = _mm512_maddubs_epi16(u[c], rv);
-        const __m512i s16 = _mm512_permutexvar_epi16(pick[4 * half + c], sc16);
-        T = _mm512_add_epi32(T, _mm512_madd_epi16(p16, s16));
-      }
-    }
-    const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)));
-    const __m512i C = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5);
-    const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
-    acc = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(T, C)), acc);
-  }
-  out[0] = reduce_half(_mm512_castps512_ps256(acc));
-  out[1] = reduce_half(_mm512_extractf32x8_ps(acc, 1));
-}
-
 template <int R>
 CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int64_t n, float* out) {
   const int64_t nb = n / QK_K;
@@ -138,6 +87,11 @@ CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const Blo
     out[2 * j] = reduce_half(_mm512_castps512_ps256(acc[j]));
     out[2 * j + 1] = reduce_half(_mm512_extractf32x8_ps(acc[j], 1));
   }
+}
+
+// One activation row: the same code (each row's operations do not depend on the others').
+void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* y, int64_t n, float out[2]) {
+  x2_rows<1>(x0, x1, &y, n, out);
 }
 
 void vec_dot_q6_K_q8_K_x2_rows_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,

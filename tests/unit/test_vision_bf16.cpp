@@ -25,18 +25,10 @@ using namespace ckjit;
 
 namespace {
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
-std::vector<float> run(const vision::AmxBf16Linear& lin, const std::vector<float>& x, const std::vector<float>* r, int64_t m,
-                       int threads) {
-  const int64_t n = lin.n(), k = lin.k();
-  Workers pool(threads);
-  std::vector<float> xr(size_t(m * k)), y(size_t(m * n), -1.0f);
-  lin.prepare(pool, x.data(), k, m, xr.data());
-  lin.matmul(pool, xr.data(), m, y.data(), n, r ? r->data() : nullptr, n);
-  return y;
+std::vector<float> run(const vision::AmxBf16Linear& lin, const std::vector<float>& x, const std::vector<float>* r, int64_t m, int threads) {
+  return test::run_linear(lin, x, r, m, threads);
 }
 
 float bf16(float v) { return quant::bf16_to_f32(quant::f32_to_bf16(v)); }

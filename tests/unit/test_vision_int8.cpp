@@ -43,19 +43,10 @@ struct Matrix : test::VisionMatrix {
   }
 };
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
-// y of lin over m rows of x (+ r), through prepare() and matmul() on `threads` workers.
-std::vector<float> run(const vision::Int8Linear& lin, const std::vector<float>& x, const std::vector<float>* r, int64_t m,
-                       int threads) {
-  const int64_t n = lin.n(), k = lin.k();
-  Workers pool(threads);
-  std::vector<float> xr(size_t(m * k)), y(size_t(m * n), -1.0f);
-  lin.prepare(pool, x.data(), k, m, xr.data());
-  lin.matmul(pool, xr.data(), m, y.data(), n, r ? r->data() : nullptr, n);
-  return y;
+std::vector<float> run(const vision::Int8Linear& lin, const std::vector<float>& x, const std::vector<float>* r, int64_t m, int threads) {
+  return test::run_linear(lin, x, r, m, threads);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 // A random [k, n] vision matrix of any GGUF type with its F32 bias, as the tower's matmul
 // constructors take them (gguf::TensorInfo over bytes the test owns), and random rows.
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/quants/quants.h"
+#include "topology/workers.h"
 
 namespace ckjit::test {
 
@@ -41,5 +43,21 @@ struct VisionMatrix {
     return f;
   }
 };
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// y of a vision matmul (DenseLinear, Int8Linear, AmxBf16Linear) over m rows of x (+ r), through
+// prepare() and matmul() on `threads` workers.
+template <class Linear>
+std::vector<float> run_linear(const Linear& lin, const std::vector<float>& x, const std::vector<float>* r, int64_t m, int threads) {
+  const int64_t n = lin.n(), k = lin.k();
+  Workers pool(threads);
+  std::vector<float> xr(size_t(m * k)), y(size_t(m * n), -1.0f);
+  lin.prepare(pool, x.data(), k, m, xr.data());
+  lin.matmul(pool, xr.data(), m, y.data(), n, r ? r->data() : nullptr, n);
+  return y;
+}
 
 }  // namespace ckjit::test
