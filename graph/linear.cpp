@@ -94,6 +94,7 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   raw_row_bytes_ = int64_t(t.row_bytes());
   const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
   two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
+  vnni_q6k_ = two_row_q6k_ && setup.isa.avx512vnni;
   q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
   test_fault_ = jit::test_fault_requested(name_);
   if (!setup.allow_jit) return;
@@ -296,7 +297,7 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
       // both streams every row, and the prefetcher loses them: 40% slower decode, measured).
       // Several activation rows (decode rows of several sequences) share each unpacked block.
       const int64_t h = (c1 - c0) / 2;
-      constexpr int64_t kRows = 4;
+      constexpr int64_t kRows = 8;
       const quant::BlockQ8_K* ys[kRows];
       float v[2 * kRows];
       for (int64_t i = 0; i < h; ++i) {
@@ -307,6 +308,7 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
           const int rows = int(std::min(kRows, m - r0));
           for (int j = 0; j < rows; ++j) ys[j] = reinterpret_cast<const quant::BlockQ8_K*>(xrow(r0 + j));
           if (rows == 1) quant::vec_dot_q6_K_q8_K_x2_avx512(wa, wb, ys[0], k_, v);
+          else if (vnni_q6k_) quant::vec_dot_q6_K_q8_K_x2_rows_vnni512(wa, wb, ys, rows, k_, v);
           else quant::vec_dot_q6_K_q8_K_x2_rows_avx512(wa, wb, ys, rows, k_, v);
           for (int j = 0; j < rows; ++j) put(r0 + j, ca, v[2 * j]), put(r0 + j, cb, v[2 * j + 1]);
         }

@@ -124,6 +124,7 @@ class Linear {
   bool llama_prefill_ = false;
   bool exact_all_ = false;     // every row count through the vec_dot order (rows_mostly_one)
   bool two_row_q6k_ = false;   // decode's Q6_K vec_dot order two rows per zmm (AVX-512 allowed)
+  bool vnni_q6k_ = false;      // ... and over several decode rows with vpdpwssd (AVX-512 VNNI)
   bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
   SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;

@@ -94,6 +94,98 @@ void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const
   x2_rows<1>(x0, x1, &y, n, out);
 }
 
+#define CKJIT_X2V_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,f16c,fma")))
+
+// The same sums with the weights unpacked once per block into int16 (6-bit value times its
+// sub-block scale, |w| <= 8064) and one vpdpwssd per 32 products per activation row: vpdpwssd's
+// int32 lane k holds elements 2k, 2k+1, the AVX2 order's lane L holds 4L..4L+3, so adding lane
+// pairs at the end of a block gives the AVX2 order's int32 sums exactly (integer sums are exact;
+// no partial sum nears 2^31). The float steps after it are x2_rows's.
+template <int R>
+CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int64_t n,
+                                   float* out) {
+  const int64_t nb = n / QK_K;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  alignas(64) int16_t w16[2][8][32];  // [weight row][32-element group][element]
+  __m512 acc[R];
+  for (int j = 0; j < R; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + kAhead < nb)
+      for (int l = 0; l < 256; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(x0 + i + kAhead) + l, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(x1 + i + kAhead) + l, _MM_HINT_T0);
+      }
+    const float w0 = _cvtsh_ss(x0[i].d), w1 = _cvtsh_ss(x1[i].d);
+    const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
+    const __m512i sc16 = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[i].scales)))),
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[i].scales))), 1);
+    for (int half = 0; half < 2; ++half, ql0 += 64, ql1 += 64, qh0 += 32, qh1 += 32) {
+      const __m512i l0 = load_pair(ql0, ql1), l1 = load_pair(ql0 + 32, ql1 + 32), h = load_pair(qh0, qh1);
+      __m512i u[4];
+      u[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
+      u[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
+      u[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
+      u[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+      for (int c = 0; c < 4; ++c) {
+        const int g = 4 * half + c;  // elements 32g .. 32g+31: scales 2g (first 16), 2g+1
+        const __m512i s0 = _mm512_permutexvar_epi16(
+            _mm512_inserti64x4(_mm512_set1_epi16(short(2 * g)), _mm256_set1_epi16(short(2 * g + 1)), 1), sc16);
+        const __m512i s1 = _mm512_permutexvar_epi16(
+            _mm512_inserti64x4(_mm512_set1_epi16(short(16 + 2 * g)), _mm256_set1_epi16(short(16 + 2 * g + 1)), 1), sc16);
+        _mm512_store_si512(w16[0][g], _mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(u[c])), s0));
+        _mm512_store_si512(w16[1][g], _mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(u[c], 1)), s1));
+      }
+    }
+    // Groups outer, rows inner: 2R independent vpdpwssd chains.
+    __m512i ta[R], tb[R];
+#pragma GCC unroll 8
+    for (int j = 0; j < R; ++j) ta[j] = tb[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i wa = _mm512_load_si512(w16[0][g]), wb = _mm512_load_si512(w16[1][g]);
+#pragma GCC unroll 8
+      for (int j = 0; j < R; ++j) {
+        const __m512i r = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j][i].qs + 32 * g)));
+        ta[j] = _mm512_dpwssd_epi32(ta[j], r, wa);
+        tb[j] = _mm512_dpwssd_epi32(tb[j], r, wb);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < R; ++j) {
+      const __m512i T = _mm512_add_epi32(_mm512_permutex2var_epi32(ta[j], even, tb[j]), _mm512_permutex2var_epi32(ta[j], odd, tb[j]));
+      const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j][i].bsums)));
+      const __m512i C = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5);
+      const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(y[j][i].d * w0), _mm256_set1_ps(y[j][i].d * w1), 1);
+      acc[j] = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(T, C)), acc[j]);
+    }
+  }
+  for (int j = 0; j < R; ++j) {
+    out[2 * j] = reduce_half(_mm512_castps512_ps256(acc[j]));
+    out[2 * j + 1] = reduce_half(_mm512_extractf32x8_ps(acc[j], 1));
+  }
+}
+
+void vec_dot_q6_K_q8_K_x2_rows_vnni512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
+                                       int64_t n, float* out) {
+  switch (rows) {
+    case 1: return x2_rows_vnni<1>(x0, x1, y, n, out);
+    case 2: return x2_rows_vnni<2>(x0, x1, y, n, out);
+    case 3: return x2_rows_vnni<3>(x0, x1, y, n, out);
+    case 4: return x2_rows_vnni<4>(x0, x1, y, n, out);
+    case 5: return x2_rows_vnni<5>(x0, x1, y, n, out);
+    case 6: return x2_rows_vnni<6>(x0, x1, y, n, out);
+    case 7: return x2_rows_vnni<7>(x0, x1, y, n, out);
+    case 8: return x2_rows_vnni<8>(x0, x1, y, n, out);
+    default:
+      for (int j = 0; j < rows; j += 8) vec_dot_q6_K_q8_K_x2_rows_vnni512(x0, x1, y + j, std::min(8, rows - j), n, out + 2 * j);
+  }
+}
+
 void vec_dot_q6_K_q8_K_x2_rows_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
                                       int64_t n, float* out) {
   switch (rows) {

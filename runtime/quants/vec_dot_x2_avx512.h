@@ -21,4 +21,10 @@ void vec_dot_q6_K_q8_K_x2_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const
 void vec_dot_q6_K_q8_K_x2_rows_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
                                       int64_t n, float* out);
 
+// The same results (each row bit-identical to the call above) with AVX-512 VNNI: the weights are
+// unpacked once per block into int16 and each activation row costs one vpdpwssd per 32 products
+// instead of three instructions; for two or more rows (batched decode's tied output matrix).
+void vec_dot_q6_K_q8_K_x2_rows_vnni512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
+                                       int64_t n, float* out);
+
 }  // namespace ckjit::quant

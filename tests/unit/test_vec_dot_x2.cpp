@@ -1,6 +1,6 @@
 // The two-row AVX-512 Q6_K dot equals the AVX2 llama.cpp-order dot bit for bit on each row: random
 // raw blocks (any ql/qh/scales bytes, scales down to -128), extreme activations, several lengths;
-// and its several-activation-rows form (batched decode) gives each activation row the same bits.
+// and its several-activation-rows forms (batched decode; plain and VNNI) give each activation row the same bits.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -42,6 +42,11 @@ std::vector<BlockQ8_K> random_q8(std::mt19937& rng, size_t nb, int rep) {
     }
   }
   return a;
+}
+
+bool vnni512_dot_runs() {
+  const ckjit::topo::Isa isa = ckjit::jit::runtime_isa();
+  return isa.avx512f && isa.avx512bw && isa.avx512dq && isa.avx512vl && isa.avx512vnni && isa.f16c;
 }
 
 bool avx512_dot_runs() {
@@ -103,5 +108,36 @@ TEST_CASE("q6_K x q8_K two-row dot over several activation rows gives each row's
     }
   }
   CHECK(checked == 2 * 8 * 45);
+}
+
+TEST_CASE("q6_K x q8_K VNNI several-row dot gives each row the AVX2 order's bits") {
+  if (!vnni512_dot_runs()) CKJIT_SKIP("AVX-512 VNNI not available: the VNNI several-row dot is not used on this CPU");
+  std::mt19937 rng(13);
+  int checked = 0;
+  for (int64_t n : {256, 2048, 6144}) {
+    const size_t nb = size_t(n / 256);
+    for (int rep = 0; rep < 8; ++rep) {
+      const std::vector<BlockQ6_K> w0 = random_q6(rng, nb, rep), w1 = random_q6(rng, nb, rep);
+      std::vector<std::vector<BlockQ8_K>> acts;
+      std::vector<const BlockQ8_K*> ys;
+      for (int j = 0; j < 17; ++j) acts.push_back(random_q8(rng, nb, (rep + j) % 8));
+      for (const auto& a : acts) ys.push_back(a.data());
+      for (int rows : {1, 2, 5, 8, 9, 17}) {
+        std::vector<float> got(size_t(2 * rows));
+        vec_dot_q6_K_q8_K_x2_rows_vnni512(w0.data(), w1.data(), ys.data(), rows, n, got.data());
+        for (int j = 0; j < rows; ++j) {
+          const float want0 = vec_dot_q6_K_q8_K_avx2(w0.data(), ys[size_t(j)], n);
+          const float want1 = vec_dot_q6_K_q8_K_avx2(w1.data(), ys[size_t(j)], n);
+          CAPTURE(n);
+          CAPTURE(rows);
+          CAPTURE(j);
+          CHECK(std::memcmp(&got[size_t(2 * j)], &want0, 4) == 0);
+          CHECK(std::memcmp(&got[size_t(2 * j + 1)], &want1, 4) == 0);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 3 * 8 * (1 + 2 + 5 + 8 + 9 + 17));
 }
 }
