@@ -329,7 +329,7 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_INTERNAL, [&] {
     ckjit_session* s = session_of(session);
-    s->ctx->session().reset();
+    s->ctx->reset();
     s->clear_prompt();
     s->logits.clear();
     const double load = s->timings.load_ms;
@@ -507,6 +507,12 @@ struct SessionRun {
   pair::RenderedPrompt prompt;
 };
 
+// The pending prompt after what the session holds, or (cache_prompt) as the whole conversation
+// reusing the session's cached prefix.
+pair::RenderedPrompt render_pending(ckjit_session* s, const ckjit_generate_params& p) {
+  return p.cache_prompt ? s->ctx->render_reusing(s->prompt) : s->ctx->render(s->prompt);
+}
+
 void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* given) {
   run.s = s;
   run.p = read_params(given, ckjit_generate_params_default);
@@ -558,7 +564,7 @@ ckjit_status ckjit_generate(ckjit_session* session, const ckjit_generate_params*
     setup_run(run, s, given);
     graph::GenerateResult r;
     try {
-      r = s->ctx->generate(s->ctx->render(s->prompt), run.go, run.cb);
+      r = s->ctx->generate(render_pending(s, run.p), run.go, run.cb);
     } catch (...) {
       s->clear_prompt();  // the pending prompt is spent either way
       throw;
@@ -596,7 +602,7 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
       ckjit_session* s = sessions[i];
       const ckjit_status st = guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&] {
         setup_run(runs[i], s, params ? params[i] : nullptr);
-        runs[i].prompt = s->ctx->render(s->prompt);
+        runs[i].prompt = render_pending(s, runs[i].p);
         return CKJIT_OK;
       });
       if (st != CKJIT_OK) {
@@ -672,7 +678,7 @@ ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_session* sessi
     setup_run(run, s, given);
     graph::GenerateResult r;
     try {
-      run.prompt = s->ctx->render(s->prompt);
+      run.prompt = render_pending(s, run.p);
       r = batcher->batcher->generate(*s->ctx, run.prompt, run.go, run.cb);
     } catch (...) {
       s->clear_prompt();
@@ -688,6 +694,11 @@ const float* ckjit_session_logits(const ckjit_session* s, int32_t* n_vocab) {
   if (!s || !capi::live_handle(s, Kind::session) || s->logits.empty()) return nullptr;
   if (n_vocab) *n_vocab = int32_t(s->logits.size());
   return s->logits.data();
+}
+
+int64_t ckjit_session_cached_rows(const ckjit_session* s) {
+  if (!s || !capi::live_handle(s, Kind::session)) return 0;
+  return s->ctx->reused_rows();
 }
 
 ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* out) {

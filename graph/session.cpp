@@ -93,10 +93,9 @@ Logits Session::decode(const Batch& b) {
     for (int64_t r = 0; r < m; ++r) rows += b.logits[size_t(begin + r)];
     forward_chunk(model_, pool_, ForwardState{*kv_, tiled_.get(), arena_, s_, att_scratch_per_worker_, want_},
                   Observers{profile_, tap_, n_past_}, b, begin, m, n_past_, logits_.data() + out_row * V);
-    n_past_ += m;
+    for (int64_t r = 0; r < m; ++r) count_row(b.pos[size_t(begin + r)]);
     out_row += rows;
   }
-  for (const Position& p : b.pos) next_pos_ = std::max<int64_t>(next_pos_, int64_t(p.max_thw()) + 1);
   return Logits{logits_.data(), want, V};
 }
 
@@ -109,6 +108,15 @@ RowSite Session::next_site() {
 void Session::count_row(const Position& p) {
   ++n_past_;
   next_pos_ = std::max<int64_t>(next_pos_, int64_t(p.max_thw()) + 1);
+  if (int64_t(next_after_.size()) < n_past_) next_after_.resize(size_t(n_past_));
+  next_after_[size_t(n_past_ - 1)] = next_pos_;
+}
+
+void Session::truncate(int64_t n_rows) {
+  if (n_rows < 0 || n_rows > n_past_)
+    throw Error("truncate: " + std::to_string(n_rows) + " rows asked, the session holds " + std::to_string(n_past_));
+  n_past_ = n_rows;
+  next_pos_ = n_rows == 0 ? 0 : next_after_[size_t(n_rows - 1)];
 }
 
 }  // namespace ckjit::graph

@@ -60,7 +60,11 @@ class Session {
   // component seen (0 when empty). After an image of ny x nx merged rows at p0 this is
   // p0 + max(nx, ny), as llama.cpp resumes (spec/qwen3vl.md D.4).
   int64_t next_position() const { return next_pos_; }
-  void reset() { n_past_ = 0, next_pos_ = 0; }
+  void reset() { truncate(0); }
+  // Keeps the first n_rows KV rows and forgets the rest (a cached prompt prefix reused): the next
+  // row goes to slot n_rows, at the position that followed row n_rows - 1. Error when n_rows is
+  // negative or more than n_past().
+  void truncate(int64_t n_rows);
 
   // Runs the batch (Error on an empty batch, a full context, an id outside the vocabulary, an
   // embedding row missing, deepstack rows on a model without deepstack layers).
@@ -97,6 +101,7 @@ class Session {
   std::vector<float> logits_;  // grows to the most logits rows one batch asked for, then stays
   std::vector<int64_t> want_;  // chunk rows whose logits are wanted
   int64_t n_past_ = 0, next_pos_ = 0;
+  std::vector<int64_t> next_after_;  // [i]: next_position() once rows 0..i ran (for truncate)
   OpProfile* profile_ = nullptr;
   Tap* tap_ = nullptr;
 };

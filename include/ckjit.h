@@ -201,6 +201,13 @@ typedef struct ckjit_generate_params {
   int32_t repeat_last_n; /* default 64 */
   ckjit_token_fn on_token;
   void* user_data;
+  /* Added in 0.2.x: non-zero: the pending prompt is the whole conversation from its start (as a
+   * server's request is), not a continuation. The KV rows of an earlier prompt of this session
+   * that it shares a prefix with (the same system prompt, the same image handle) are kept and
+   * only the rest is prefilled; the tokens and logits are those of an empty session. Rows the
+   * session generated are never reused (decode computes them in another order than prefill).
+   * ckjit_session_cached_rows says how many rows were kept. */
+  int32_t cache_prompt;
 } ckjit_generate_params;
 
 CKJIT_API void ckjit_generate_params_default(ckjit_generate_params* params);
@@ -238,6 +245,10 @@ CKJIT_API void ckjit_batcher_free(ckjit_batcher* batcher);
 /* As ckjit_generate, through the batcher; session: of the batcher's model, used by no other call meanwhile. */
 CKJIT_API ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_session* session, const ckjit_generate_params* params,
                                               int32_t* tokens, size_t capacity, size_t* n_generated);
+
+/* Prompt rows the last generation kept from the session's cache instead of prefilling (cache_prompt);
+ * 0 for a bad handle. ckjit_timings' n_prompt counts only the rows prefilled. */
+CKJIT_API int64_t ckjit_session_cached_rows(const ckjit_session* session);
 
 /* The logits that chose the last generated token (n_vocab floats), or NULL before any; valid until
  * the session's next call. */

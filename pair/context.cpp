@@ -76,6 +76,28 @@ std::shared_ptr<const vision::ImageEmbedding> Context::encode(vision::PreparedIm
   return rows;
 }
 
+RenderedPrompt Context::render(const Prompt& p) {
+  cache_.forget_from(session_->n_past());
+  reused_ = 0;
+  return p.render(*model_, session_->next_position());
+}
+
+RenderedPrompt Context::render_reusing(const Prompt& p) {
+  cache_.forget_from(session_->n_past());
+  RenderedPrompt whole = p.render(*model_, 0);
+  std::vector<uint64_t> keys = prompt_row_keys(p, whole);
+  reused_ = cache_.reusable(keys, whole, session_->n_past(), session_->options().n_ubatch);
+  session_->truncate(reused_);
+  cache_.remember(std::move(keys));  // rows past n_past once the prefill stops short are forgotten next time
+  return reused_ == 0 ? whole : prompt_suffix(whole, reused_);
+}
+
+void Context::reset() {
+  session_->reset();
+  cache_.forget_from(0);
+  reused_ = 0;
+}
+
 graph::GenerateResult Context::generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o,
                                         const graph::GenerateCallbacks& cb) {
   return prompt.bridge ? graph::generate(*session_, model_->tokenizer(), *prompt.bridge, o, cb)

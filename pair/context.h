@@ -14,6 +14,7 @@
 #include "topology/workers.h"
 #include "pair/model.h"
 #include "pair/prompt.h"
+#include "pair/prompt_cache.h"
 #include "runtime/op_profile.h"
 #include "runtime/tap.h"
 #include "vision/image_input.h"
@@ -51,8 +52,16 @@ class Context {
   // Through the vision tower (its memory checked first); im's pixels are released.
   std::shared_ptr<const vision::ImageEmbedding> encode(vision::PreparedImage& im, OpProfile* prof = nullptr, Tap* tap = nullptr);
 
-  // The prompt for this model at the session's next position.
-  RenderedPrompt render(const Prompt& p) const { return p.render(*model_, session_->next_position()); }
+  // The prompt for this model at the session's next position (after what the session holds).
+  RenderedPrompt render(const Prompt& p);
+  // The prompt as the whole conversation from the start, reusing the session's KV rows of an
+  // earlier prompt it shares a prefix with (pair/prompt_cache.h): the session keeps those rows and
+  // forgets the rest; the result is the part still to prefill (the whole prompt when nothing is
+  // shared). The same tokens and logits as prefilling the whole prompt on an empty session.
+  RenderedPrompt render_reusing(const Prompt& p);
+  int64_t reused_rows() const { return reused_; }  // by the last render_reusing (0 after render)
+  // An empty KV cache (and nothing cached to reuse).
+  void reset();
   // Runs a rendered prompt (prefill, then decode); Error context_full when it does not fit.
   graph::GenerateResult generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o, const graph::GenerateCallbacks& cb);
 
@@ -65,6 +74,8 @@ class Context {
   std::unique_ptr<Workers> own_pool_;
   Workers* pool_ = nullptr;
   std::unique_ptr<graph::Session> session_;
+  PromptCache cache_;
+  int64_t reused_ = 0;
   double encode_ms_ = 0;
 };
 

@@ -35,6 +35,7 @@ class Prompt {
   void add_image(std::shared_ptr<const vision::ImageEmbedding> rows);
   bool empty() const { return parts_.empty(); }
   size_t n_images() const { return images_.size(); }
+  const std::vector<std::shared_ptr<const vision::ImageEmbedding>>& images() const { return images_; }
   void clear();
 
   // The text with one marker per image (where markers were not written), before any chat template.

@@ -1,6 +1,7 @@
 #include "vision/vision_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -54,6 +55,11 @@ void grow(std::vector<float>& v, int64_t n) {
 }
 
 }  // namespace
+
+uint64_t ImageEmbedding::next_id() {
+  static std::atomic<uint64_t> n{1};
+  return n.fetch_add(1, std::memory_order_relaxed);
+}
 
 const char* precision_name(VisionPrecision p) {
   return p == VisionPrecision::int8 ? "int8" : p == VisionPrecision::bf16 ? "bf16" : "f32";

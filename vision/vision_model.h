@@ -27,10 +27,14 @@ namespace ckjit::vision {
 // One image's projector output: ny x nx rows (raster order of the merged grid) of row_width floats,
 // [main (D) | deepstack 0 .. n-1 (D each)] — the layout of the peer's --dump-embd.
 struct ImageEmbedding {
+  // Unique in the process (never reused, also after the rows are freed): a session's cached
+  // prompt knows which image its rows came from (pair::Context's prefix reuse).
+  uint64_t id = next_id();
   int nx = 0, ny = 0;
   int64_t row_width = 0;
   std::vector<float> rows;
   int64_t n_rows() const { return int64_t(nx) * ny; }
+  static uint64_t next_id();
 };
 
 // How the tower's matrices are multiplied, chosen once at load per matrix (the patch embedding,

@@ -737,4 +737,92 @@ TEST_CASE("api: ckjit_batcher_generate from several threads gives each session c
   ckjit_model_free(m);
 }
 
+namespace {
+
+// Tokens and the last logits of one generation (greedy, ignore_eos) of a prompt: an image handle
+// (or none) and text, in the chat template.
+struct Answer {
+  std::vector<int32_t> ids;
+  std::vector<float> last_logits;
+  int64_t cached = 0;
+};
+
+Answer answer(ckjit_session* s, ckjit_image* im, const char* text, bool cache_prompt, int n = 6) {
+  if (im) REQUIRE(ckjit_session_add_image(s, im) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, text) == CKJIT_OK);
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = n, gp.ignore_eos = 1, gp.chat = 1, gp.cache_prompt = cache_prompt ? 1 : 0;
+  Answer a;
+  a.ids.resize(size_t(n));
+  size_t got = 0;
+  REQUIRE_MESSAGE(ckjit_generate(s, &gp, a.ids.data(), a.ids.size(), &got) == CKJIT_OK, ckjit_session_last_error(s));
+  a.ids.resize(got);
+  int32_t nv = 0;
+  const float* l = ckjit_session_logits(s, &nv);
+  REQUIRE(l != nullptr);
+  a.last_logits.assign(l, l + nv);
+  a.cached = ckjit_session_cached_rows(s);
+  return a;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("api: cache_prompt reuses a shared prefix (system prompt, image) and gives the bits of an empty session") {
+  ckjit_model* m = load();
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  for (int n_batch : {512, 5, 2}) {
+    CAPTURE(n_batch);
+    ckjit_session_params sp;
+    ckjit_session_params_default(&sp);
+    sp.n_batch = n_batch;
+    ckjit_session *fresh = nullptr, *cached = nullptr;
+    REQUIRE(ckjit_session_new(m, &sp, &fresh) == CKJIT_OK);
+    REQUIRE(ckjit_session_new(m, &sp, &cached) == CKJIT_OK);
+    ckjit_image* im = nullptr;
+    REQUIRE(ckjit_image_encode_bytes(fresh, png.data(), png.size(), &im) == CKJIT_OK);
+    struct Turn {
+      bool image;
+      const char* text;
+    };
+    // Same image, other questions; the same request twice; text only; an image again after text.
+    const Turn turns[] = {{true, "Read this page."},     {true, "What is written here, line by line?"},
+                          {true, "What is written here, line by line?"},
+                          {false, "Read this page."},    {false, "Read this page, please."},
+                          {true, "Read this page."}};
+    int64_t reused_any = 0;
+    for (size_t t = 0; t < std::size(turns); ++t) {
+      CAPTURE(t);
+      REQUIRE(ckjit_session_reset(fresh) == CKJIT_OK);
+      const Answer want = answer(fresh, turns[t].image ? im : nullptr, turns[t].text, false);
+      const Answer got = answer(cached, turns[t].image ? im : nullptr, turns[t].text, true);
+      CHECK(want.cached == 0);
+      CHECK(got.ids == want.ids);
+      CHECK(same_bits(got.last_logits, want.last_logits));
+      if (t == 1 || t == 2) CHECK(got.cached >= 9);  // at least the image's 9 rows kept
+      if (t == 0) CHECK(got.cached == 0);
+      reused_any += got.cached;
+    }
+    CHECK(reused_any > 0);
+    // A reset forgets the cache; a plain continuation after a cached prompt goes on from the KV cache.
+    REQUIRE(ckjit_session_reset(cached) == CKJIT_OK);
+    const Answer after_reset = answer(cached, im, "Read this page.", true);
+    CHECK(after_reset.cached == 0);
+    REQUIRE(ckjit_session_reset(fresh) == CKJIT_OK);
+    CHECK(answer(fresh, im, "Read this page.", false).ids == after_reset.ids);
+    const Answer more_fresh = answer(fresh, nullptr, "And then?", false);
+    const Answer more_cached = answer(cached, nullptr, "And then?", false);
+    CHECK(more_cached.ids == more_fresh.ids);
+    CHECK(same_bits(more_cached.last_logits, more_fresh.last_logits));
+    ckjit_image_free(im);
+    ckjit_session_free(fresh);
+    ckjit_session_free(cached);
+  }
+  ckjit_model_free(m);
+}
+
 }  // TEST_SUITE
