@@ -51,7 +51,7 @@ TEST_CASE("serve pool: waiters get the session in arrival order and a gone waite
     for (int i = 0; i < 4; ++i) {
       waiters.emplace_back([&, i] {
         // Waiter 2's client goes away while it waits.
-        Lease l = pool.acquire([&, i] { return i == 2 && leave.load(); }, 5);
+        Lease l = pool.acquire([&, i] { return i == 2 && leave.load(); }, "", 5);
         std::lock_guard<std::mutex> g(mu);
         order.push_back(l ? i : -i - 10);
       });
@@ -70,6 +70,22 @@ TEST_CASE("serve pool: waiters get the session in arrival order and a gone waite
     wait_queued(pool, 1);
     pool.shutdown();
     late.join();
+  }
+  {
+    // Prefix affinity: a request takes the free session whose last prompt starts most like its own.
+    SessionPool pool(m, 3, sp);
+    std::vector<ckjit_session*> s;
+    std::vector<Lease> held;
+    for (int i = 0; i < 3; ++i) held.push_back(pool.acquire(nullptr)), s.push_back(held.back().get());
+    held[0].remember("IMG-A|Read the page.");
+    held[1].remember("IMG-B|Read the page.");
+    held[2].remember("");
+    held.clear();
+    CHECK(pool.acquire(nullptr, "IMG-B|What is the title?").get() == s[1]);
+    CHECK(pool.acquire(nullptr, "IMG-A|Read the page.").get() == s[0]);
+    // Nothing shared: the session freed last.
+    Lease any = pool.acquire(nullptr, "text only");
+    CHECK(any.get() != nullptr);
   }
   ckjit_model_free(m);
 }

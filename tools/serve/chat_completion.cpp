@@ -38,6 +38,14 @@ std::string render(const ServerState& st, const ChatRequest& r) {
   return buf;
 }
 
+// What a session holds after this request, for choosing the session of the next one: the image
+// keys (as the image cache knows them) and the rendered text.
+std::string signature(const ChatRequest& r, const std::string& prompt, const ServerState& st) {
+  std::string sig;
+  for (const std::string& bytes : r.images) sig += image_key(bytes, st.image_min_tokens, st.image_max_tokens) + '\x1f';
+  return sig + prompt;
+}
+
 // How one generation ended.
 struct Outcome {
   std::string content, finish = "stop";
@@ -64,8 +72,13 @@ int on_token(int32_t, const char* text, void* user) {
 }
 
 // Images, prompt, generation on a leased session; HttpError for what the client got wrong.
-Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const std::string& prompt,
-                 const std::function<bool(const std::string&)>& emit) {
+Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const std::string& prompt,
+                    const std::function<bool(const std::string&)>& emit) {
+  // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
+  // what the session's last prompt shares with this one (every request is a whole conversation).
+  if (!r.cache_prompt) ckjit_session_reset(s);
+  ckjit_timings before{};
+  ckjit_session_timings(s, &before);
   for (size_t i = 0; i < r.images.size(); ++i) {
     const std::string& bytes = r.images[i];
     const std::string key = image_key(bytes, st.image_min_tokens, st.image_max_tokens);
@@ -94,12 +107,17 @@ Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const 
   gp.seed = r.seed ? *r.seed : std::random_device{}();
   gp.on_token = on_token;
   gp.user_data = &sink;
+  gp.cache_prompt = r.cache_prompt ? 1 : 0;
   size_t n = 0;
   // With several sessions, through the batcher: every running request's decode step in one pass
   // (the same tokens as alone); on_token then runs on the batcher's thread while this one waits.
   const ckjit_status gs = st.batcher ? ckjit_batcher_generate(st.batcher, s, &gp, nullptr, 0, &n) : ckjit_generate(s, &gp, nullptr, 0, &n);
   ckjit_timings t{};
   ckjit_session_timings(s, &t);
+  if (t.n_prompt >= before.n_prompt) {  // this request's share of the session's totals
+    t.encode_ms -= before.encode_ms, t.prefill_ms -= before.prefill_ms, t.decode_ms -= before.decode_ms;
+    t.n_prompt -= before.n_prompt;
+  }
   st.metrics.phases(t.encode_ms / 1e3, t.prefill_ms / 1e3, t.decode_ms / 1e3);
   if (gs == CKJIT_ERR_CONTEXT_FULL)
     throw HttpError(400, "invalid_request_error", "context_length_exceeded", ckjit_session_last_error(s));
@@ -115,9 +133,24 @@ Outcome complete(ServerState& st, ckjit_session* s, const ChatRequest& r, const 
   o.content = std::move(sink.content);
   o.client_gone = sink.gone;
   o.finish = sink.stop.hit() || int(n) < r.max_tokens ? "stop" : "length";
-  o.usage = {t.n_prompt, int64_t(n)};
+  const int64_t cached = ckjit_session_cached_rows(s);
+  o.usage = {t.n_prompt + cached, int64_t(n), cached};
   st.metrics.tokens(o.usage.prompt_tokens, o.usage.completion_tokens);
   return o;
+}
+
+// complete_on, leaving the session without a half-added prompt when the request fails.
+Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const std::string& prompt, const std::string& sig,
+                 const std::function<bool(const std::string&)>& emit) {
+  try {
+    Outcome o = complete_on(st, lease.get(), r, prompt, emit);
+    lease.remember(r.cache_prompt ? sig : std::string());
+    return o;
+  } catch (...) {
+    ckjit_session_reset(lease.get());
+    lease.remember("");
+    throw;
+  }
 }
 
 // The streamed answer: waits in line (an SSE comment each second, which also tells a gone client),
@@ -127,6 +160,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string p
     const CompletionId id = new_completion_id(st.model_name);
     auto last_ping = Clock::now();
     bool gone = false;
+    const std::string sig = signature(*r, prompt, st);
     Lease lease = st.pool->acquire([&] {
       if (st.stopping) return true;
       if (watch.gone()) return gone = true;
@@ -134,7 +168,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string p
       last_ping = Clock::now();
       gone = !sink.write(": waiting for a session\n\n", 25);
       return gone;
-    });
+    }, sig);
     if (!lease) {
       if (!gone) {
         const std::string e = sse(error_json("the server is shutting down", "server_error", "shutting_down"));
@@ -151,7 +185,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string p
     };
     std::string tail;
     try {
-      const Outcome o = complete(st, lease.get(), *r, prompt, emit);
+      const Outcome o = complete(st, lease, *r, prompt, sig, emit);
       if (o.client_gone) return false;
       tail = sse(chunk_json(id, std::nullopt, false, o.finish, o.usage));
     } catch (const HttpError& e) {
@@ -188,7 +222,8 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
                       "the prompt is " + std::to_string(n_text) + " tokens; the context (-c) is " + std::to_string(st.n_ctx));
     PeerWatch watch(req.remote_port, req.local_port);
     if (r->stream) return stream(st, r, prompt, res, watch);
-    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); });
+    const std::string sig = signature(*r, prompt, st);
+    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, sig);
     if (!lease) {
       if (watch.gone()) {
         res.status = 499;  // nginx's "client closed request": nobody reads it, /metrics counts it
@@ -199,7 +234,7 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     const CompletionId id = new_completion_id(st.model_name);
     // Nothing is written until the end: the client's socket is looked at every few pieces instead.
     int pieces = 0;
-    const Outcome o = complete(st, lease.get(), *r, prompt, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
+    const Outcome o = complete(st, lease, *r, prompt, sig, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
     if (o.client_gone) {
       res.status = 499;
       return;

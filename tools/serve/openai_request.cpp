@@ -179,6 +179,10 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
     if (!j["stream"].is_boolean()) bad("'stream' must be a boolean");
     r.stream = j["stream"].get<bool>();
   }
+  if (j.contains("cache_prompt") && !j["cache_prompt"].is_null()) {
+    if (!j["cache_prompt"].is_boolean()) bad("'cache_prompt' must be a boolean");
+    r.cache_prompt = j["cache_prompt"].get<bool>();
+  }
   if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
     if (!j["ignore_eos"].is_boolean()) bad("'ignore_eos' must be a boolean");
     r.ignore_eos = j["ignore_eos"].get<bool>();

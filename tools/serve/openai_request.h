@@ -32,6 +32,7 @@ struct ChatRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool ignore_eos = false;     // llama-server's extension: generate max_tokens tokens
+  bool cache_prompt = true;    // llama-server's extension: reuse a session's KV rows of a shared prompt prefix
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
 };
 

@@ -11,6 +11,7 @@ namespace ckjit::serve {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens: rows reused from the session's cache (prompt_tokens_details)
 };
 
 // What every object of one completion shares.

@@ -20,6 +20,13 @@ Lease::~Lease() {
   if (pool_ && s_) pool_->release(s_);
 }
 
+void Lease::remember(std::string signature) {
+  if (!pool_ || !s_) return;
+  std::lock_guard<std::mutex> l(pool_->mu_);
+  const auto it = std::find(pool_->all_.begin(), pool_->all_.end(), s_);
+  pool_->signature_[size_t(it - pool_->all_.begin())] = std::move(signature);
+}
+
 SessionPool::SessionPool(ckjit_model* model, int n, const ckjit_session_params& params) {
   for (int i = 0; i < n; ++i) {
     ckjit_session* s = nullptr;
@@ -31,13 +38,14 @@ SessionPool::SessionPool(ckjit_model* model, int n, const ckjit_session_params& 
     all_.push_back(s);
   }
   free_ = all_;
+  signature_.resize(all_.size());
 }
 
 SessionPool::~SessionPool() {
   for (ckjit_session* s : all_) ckjit_session_free(s);
 }
 
-Lease SessionPool::acquire(const std::function<bool()>& gone, int poll_ms) {
+Lease SessionPool::acquire(const std::function<bool()>& gone, const std::string& signature, int poll_ms) {
   std::unique_lock<std::mutex> l(mu_);
   const uint64_t ticket = next_ticket_++;
   line_.push_back(ticket);
@@ -48,8 +56,14 @@ Lease SessionPool::acquire(const std::function<bool()>& gone, int poll_ms) {
       return {};
     }
     if (line_.front() == ticket && !free_.empty()) {
-      ckjit_session* s = free_.back();
-      free_.pop_back();
+      size_t best = free_.size() - 1, best_len = 0;
+      for (size_t i = free_.size(); i-- > 0;) {
+        const std::string& had = signature_[size_t(std::find(all_.begin(), all_.end(), free_[i]) - all_.begin())];
+        const size_t len = size_t(std::mismatch(had.begin(), had.end(), signature.begin(), signature.end()).first - had.begin());
+        if (len > best_len) best = i, best_len = len;
+      }
+      ckjit_session* s = free_[best];
+      free_.erase(free_.begin() + std::ptrdiff_t(best));
       line_.pop_front();
       cv_.notify_all();  // the next in line may take another free session
       return Lease(this, s);
@@ -63,7 +77,6 @@ Lease SessionPool::acquire(const std::function<bool()>& gone, int poll_ms) {
 }
 
 void SessionPool::release(ckjit_session* s) {
-  ckjit_session_reset(s);  // the next request starts from an empty KV cache
   std::lock_guard<std::mutex> l(mu_);
   free_.push_back(s);
   cv_.notify_all();
