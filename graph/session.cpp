@@ -51,6 +51,7 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
     if (tiled_->scratch_floats() != att_scratch_per_worker_) throw Error("tiled attention: scratch estimate differs");
   }
   kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout, tiled_ ? tiled_->panel() : 8);
+  next_after_.assign(size_t(opt_.n_ctx), 0);  // a decode step allocates nothing
 
   // Activation arena for chunks of up to n_ubatch rows.
   s_ = reserve_activations(arena_, model_, opt_.n_ubatch, pool_.size(), att_scratch_per_worker_);
@@ -108,7 +109,6 @@ RowSite Session::next_site() {
 void Session::count_row(const Position& p) {
   ++n_past_;
   next_pos_ = std::max<int64_t>(next_pos_, int64_t(p.max_thw()) + 1);
-  if (int64_t(next_after_.size()) < n_past_) next_after_.resize(size_t(n_past_));
   next_after_[size_t(n_past_ - 1)] = next_pos_;
 }
 

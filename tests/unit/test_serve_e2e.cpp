@@ -246,7 +246,7 @@ TEST_CASE("serve e2e: text and image completions with the OpenAI shape and the i
   CHECK(metric(s, "ckjit_completion_tokens_total") >= 5);
   CHECK(metric(s, "ckjit_queue_depth") == 0);
   CHECK(metric(s, "ckjit_sessions_busy") == 0);
-  CHECK(metrics_with(s, five).find("ckjit_phase_seconds_total{phase=\"encode\"}") != std::string::npos);
+  CHECK(metrics_with(s, six).find("ckjit_phase_seconds_total{phase=\"encode\"}") != std::string::npos);
   CHECK(s.process().stop() == 0);
   CHECK(s.log().find("stopped") != std::string::npos);
 }
