@@ -47,6 +47,7 @@ ckjit_status status_of(ErrorKind k, ckjit_status as) {
     case ErrorKind::context_full: return CKJIT_ERR_CONTEXT_FULL;
     case ErrorKind::out_of_memory: return CKJIT_ERR_OUT_OF_MEMORY;
     case ErrorKind::unsupported: return CKJIT_ERR_UNSUPPORTED;
+    case ErrorKind::cancelled: return CKJIT_ERR_CANCELLED;
   }
   return as;
 }
@@ -279,6 +280,38 @@ ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, s
   });
 }
 
+int32_t ckjit_token_bos(const ckjit_model* m) {
+  return m && capi::live_handle(m, Kind::model) ? m->core->pair->tokenizer().bos_id() : -1;
+}
+
+int32_t ckjit_token_eos(const ckjit_model* m) {
+  return m && capi::live_handle(m, Kind::model) ? m->core->pair->tokenizer().eos_id() : -1;
+}
+
+int32_t ckjit_token_is_eog(const ckjit_model* m, int32_t token) {
+  if (!m || !capi::live_handle(m, Kind::model)) return 0;
+  const tok::Tokenizer& t = m->core->pair->tokenizer();
+  return token >= 0 && token < t.n_tokens() && t.is_eog(token) ? 1 : 0;
+}
+
+ckjit_status ckjit_token_to_piece(const ckjit_model* model, int32_t token, int32_t special, char* buf, size_t size,
+                                  size_t* n_bytes) {
+  capi::ErrorSlot* slot = slot_of(model);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_model* m = model_of(model);
+    need(n_bytes, "n_bytes");
+    if (size > 0) need(buf, "buf");
+    const tok::Tokenizer& t = m->core->pair->tokenizer();
+    if (token < 0 || token >= t.n_tokens())
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "token " + std::to_string(token) + " is outside the vocabulary (" + std::to_string(t.n_tokens()) + ")");
+    const std::string piece = t.token_to_piece(token, special != 0);
+    *n_bytes = piece.size();
+    if (size < piece.size()) raise(CKJIT_ERR_BUFFER_TOO_SMALL, "the piece needs " + std::to_string(piece.size()) + " bytes");
+    std::memcpy(buf, piece.data(), piece.size());
+    return CKJIT_OK;
+  });
+}
+
 void ckjit_session_params_default(ckjit_session_params* p) {
   if (!p) return;
   *p = ckjit_session_params{};
@@ -335,6 +368,33 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
     const double load = s->timings.load_ms;
     s->timings = ckjit_timings{};
     s->timings.load_ms = load;
+    return CKJIT_OK;
+  });
+}
+
+ckjit_status ckjit_session_set_abort_callback(ckjit_session* session, ckjit_abort_fn abort, void* user_data) {
+  capi::ErrorSlot* slot = slot_of(session);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    if (!abort) s->ctx->session().set_abort({});
+    else s->ctx->session().set_abort([abort, user_data] { return abort(user_data) != 0; });
+    return CKJIT_OK;
+  });
+}
+
+int64_t ckjit_session_n_past(const ckjit_session* s) {
+  if (!s || !capi::live_handle(s, Kind::session)) return 0;
+  return s->ctx->session().n_past();
+}
+
+ckjit_status ckjit_session_truncate(ckjit_session* session, int64_t n_keep) {
+  capi::ErrorSlot* slot = slot_of(session);
+  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    ckjit_session* s = session_of(session);
+    const int64_t n = s->ctx->session().n_past();
+    if (n_keep < 0 || n_keep > n)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_keep is " + std::to_string(n_keep) + "; the session holds " + std::to_string(n) + " rows");
+    s->ctx->session().truncate(n_keep);
     return CKJIT_OK;
   });
 }
@@ -543,6 +603,7 @@ ckjit_status finish_run(ckjit_session* s, const graph::GenerateResult& r, int32_
   record_run(s, r);
   if (n_generated) *n_generated = r.generated.size();
   std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
+  if (r.cancelled) raise(CKJIT_ERR_CANCELLED, "generation was aborted (abort callback)");
   if (r.generated.size() > capacity && tokens)
     raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
                                           " (the session holds all of them)");
@@ -634,8 +695,12 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
         continue;
       }
       record_run(s, o.result);
-      if (status) status[i] = CKJIT_OK;
       if (n_generated) n_generated[i] = o.result.generated.size();
+      if (o.result.cancelled) {
+        fail_one(i, CKJIT_ERR_CANCELLED, "generation was aborted (abort callback)");
+        continue;
+      }
+      if (status) status[i] = CKJIT_OK;
     }
     if (first != CKJIT_OK) raise(first, first_msg);
     return CKJIT_OK;

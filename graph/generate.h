@@ -50,6 +50,7 @@ struct GenerateResult {
   int64_t n_image_rows = 0;           // of n_prompt: rows that came from images
   double image_prefill_ms = 0;        // of prefill_ms: spent on the image segments
   bool context_full = false;
+  bool cancelled = false;             // the session's abort callback stopped it (graph::Scheduler)
 };
 
 struct GenerateCallbacks {

@@ -123,7 +123,14 @@ void Scheduler::prefill_one() {
       else part.add_embedding(st.rows.embd[size_t(i)], st.rows.pos[size_t(i)], st.rows.deepstack[size_t(i)], want);
     }
     const auto t = Clock::now();
-    const Logits lg = st.s->decode(part);
+    Logits lg;
+    try {
+      lg = st.s->decode(part);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::cancelled) throw;
+      st.r.cancelled = st.finished = true;  // this stream only: the others go on
+      return;
+    }
     const double ms = ms_since(t);
     st.r.prefill_ms += ms;
     if (image) st.r.image_prefill_ms += ms, st.r.n_image_rows += n;
@@ -141,6 +148,10 @@ void Scheduler::decode_all() {
   std::vector<Stream*> going;
   for (auto& st : streams_) {
     if (!st || !st->generating()) continue;
+    if (st->s->abort() && st->s->abort()()) {
+      st->r.cancelled = st->finished = true;
+      continue;
+    }
     st->pending = st->loop->next(st->logits.data());
     if (st->pending < 0) st->finished = true;
     else going.push_back(st.get());

@@ -89,6 +89,7 @@ Logits Session::decode(const Batch& b) {
   if (size_t(want * V) > logits_.size()) logits_.resize(size_t(want * V));
   int64_t out_row = 0;
   for (int64_t begin = 0; begin < b.size(); begin += opt_.n_ubatch) {
+    if (abort_ && abort_()) throw Error("decoding was aborted (abort callback)", ErrorKind::cancelled);
     const int64_t m = std::min(opt_.n_ubatch, b.size() - begin);
     int64_t rows = 0;
     for (int64_t r = 0; r < m; ++r) rows += b.logits[size_t(begin + r)];

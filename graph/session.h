@@ -8,6 +8,7 @@
 // A session is used by one thread at a time; sessions on one model may run concurrently, each
 // with its own Workers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -75,6 +76,10 @@ class Session {
   OpProfile* profile() const { return profile_; }
   // Checkpoint outputs go to `t` from now on (nullptr: off); see runtime/checkpoints.h.
   void set_tap(Tap* t) { tap_ = t; }
+  // Asked before each chunk decode() runs (prefill chunks, decode steps); true stops it with
+  // Error (kind cancelled), the chunks already run kept in the KV cache. Empty: never.
+  void set_abort(std::function<bool()> f) { abort_ = std::move(f); }
+  const std::function<bool()>& abort() const { return abort_; }
 
   size_t arena_bytes() const { return arena_.bytes(); }
   size_t kv_bytes() const { return kv_->bytes(); }
@@ -104,6 +109,7 @@ class Session {
   std::vector<int64_t> next_after_;  // [i]: next_position() once rows 0..i ran (for truncate)
   OpProfile* profile_ = nullptr;
   Tap* tap_ = nullptr;
+  std::function<bool()> abort_;
 };
 
 }  // namespace ckjit::graph

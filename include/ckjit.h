@@ -121,6 +121,17 @@ CKJIT_API ckjit_status ckjit_tokenize(const ckjit_model* model, const char* text
 CKJIT_API ckjit_status ckjit_detokenize(const ckjit_model* model, const int32_t* tokens, size_t n_tokens, int32_t special,
                                         char* buf, size_t size, size_t* needed);
 
+/* The vocabulary's begin / end of sequence ids (-1: none, or a bad handle), and whether a token ends
+ * generation (EOS and the end-of-turn tokens llama.cpp counts; 0 for a bad handle or id). */
+CKJIT_API int32_t ckjit_token_bos(const ckjit_model* model);
+CKJIT_API int32_t ckjit_token_eos(const ckjit_model* model);
+CKJIT_API int32_t ckjit_token_is_eog(const ckjit_model* model, int32_t token);
+/* The bytes of one token (special tokens' text only when special; may be part of a UTF-8 character),
+ * NOT NUL-terminated; *n_bytes gets their count (also when size is too small:
+ * CKJIT_ERR_BUFFER_TOO_SMALL). */
+CKJIT_API ckjit_status ckjit_token_to_piece(const ckjit_model* model, int32_t token, int32_t special, char* buf, size_t size,
+                                            size_t* n_bytes);
+
 /* Where an image goes in a prompt's text (mtmd's marker); without one, images go where they were added. */
 #define CKJIT_MEDIA_MARKER "<__media__>"
 
@@ -139,6 +150,21 @@ CKJIT_API void ckjit_session_free(ckjit_session* session);
 CKJIT_API const char* ckjit_session_last_error(const ckjit_session* session);
 /* Forgets the KV cache, the pending prompt and the timings. */
 CKJIT_API ckjit_status ckjit_session_reset(ckjit_session* session);
+
+/* Asked before each prefill chunk, each decode step and each layer of an image encode of this
+ * session (llama_set_abort_callback); non-zero stops the call with CKJIT_ERR_CANCELLED (in
+ * ckjit_generate_batch and the batcher, that session only). The KV rows already computed stay;
+ * reset, truncate or use cache_prompt before going on. NULL removes it. Runs on the calling
+ * thread (the batcher's engine thread for ckjit_batcher_generate). */
+typedef int (*ckjit_abort_fn)(void* user_data);
+CKJIT_API ckjit_status ckjit_session_set_abort_callback(ckjit_session* session, ckjit_abort_fn abort, void* user_data);
+
+/* KV rows the session holds (prompt rows and generated tokens); 0 for a bad handle. */
+CKJIT_API int64_t ckjit_session_n_past(const ckjit_session* session);
+/* Keeps the first n_keep KV rows and forgets the rest (llama_memory_seq_rm from n_keep to the end):
+ * the next prompt continues after row n_keep - 1, at the position that followed it. n_keep
+ * outside 0..n_past: CKJIT_ERR_INVALID_ARGUMENT. */
+CKJIT_API ckjit_status ckjit_session_truncate(ckjit_session* session, int64_t n_keep);
 
 /* The next prompt, in order: text runs and images (decoded and encoded by the vision tower now, so
  * a broken image fails here). ckjit_generate consumes it. Text may hold "<__media__>" markers to

@@ -70,7 +70,7 @@ std::shared_ptr<const vision::ImageEmbedding> Context::encode(vision::PreparedIm
   if (opt_.check_memory)
     topo::require_memory(model_->vision()->encode_bytes(im.n_rows * 4),
                          "the vision tower on " + im.name + " (" + std::to_string(im.n_rows) + " rows)", "lower $image_max_tokens");
-  auto rows = std::make_shared<const vision::ImageEmbedding>(model_->vision()->encode(*pool_, im.pixels, prof, tap));
+  auto rows = std::make_shared<const vision::ImageEmbedding>(model_->vision()->encode(*pool_, im.pixels, prof, tap, session_->abort()));
   im.pixels = {};
   encode_ms_ += ms_since(t0);
   return rows;

@@ -15,7 +15,7 @@
 
 namespace ckjit {
 
-enum class ErrorKind { general, invalid_argument, io, bad_model, bad_image, no_vision, context_full, out_of_memory, unsupported };
+enum class ErrorKind { general, invalid_argument, io, bad_model, bad_image, no_vision, context_full, out_of_memory, unsupported, cancelled };
 
 // Renders one `$name` parameter of a message; return "" to keep the library's term.
 using ParamTerms = std::function<std::string(const std::string& name)>;

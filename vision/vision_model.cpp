@@ -192,7 +192,8 @@ double VisionModel::encode_bytes(int64_t n) const {
   return 4.0 * floats + kv_panels;
 }
 
-ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap) const {
+ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof, Tap* tap,
+                                    const std::function<bool()>& abort) const {
   const int64_t P = hp_.patch, C = hp_.n_embd, F = hp_.n_ff, side = hp_.pos_side;
   if (px.width <= 0 || px.height <= 0 || px.width % (P * 2) || px.height % (P * 2) ||
       int64_t(px.rgb.size()) != int64_t(px.width) * px.height * 3)
@@ -257,6 +258,7 @@ ImageEmbedding VisionModel::encode(Workers& pool, const image::PixelsF32& px, Op
   else attention = std::make_unique<VisionAttention>(n, hp_.n_head, hp_.head_dim, pool.size(), isa_);
   std::vector<float> a(size_t(n * C)), qkv(size_t(n * 3 * C)), att(size_t(n * C)), h(size_t(n * F));
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
+    if (abort && abort()) throw Error("the image encode was aborted (abort callback)", ErrorKind::cancelled);
     const Layer& L = layers_[size_t(l)];
     const int li = int(l);
     // "prepare" rounds a matmul's input rows to the weight's input type (f16 for an F16 tower).

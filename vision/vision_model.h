@@ -6,6 +6,7 @@
 // mergers after their layers, the main merger. Every matmul is a VisionMatmul (JIT, repacked once):
 // which one each matrix gets is decided at load by the VisionPrecision.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -70,7 +71,9 @@ class VisionModel {
   // Error for a canvas that is not a whole number of merged patches.
   // prof: where the op timings go (phase encode); tap: where the checkpoints go (runtime/checkpoints.h);
   // nullptr for none.
-  ImageEmbedding encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr) const;
+  // abort: asked before each layer; true stops the encode (Error, kind cancelled).
+  ImageEmbedding encode(Workers& pool, const image::PixelsF32& px, OpProfile* prof = nullptr, Tap* tap = nullptr,
+                        const std::function<bool()>& abort = {}) const;
   std::vector<std::string> describe() const;
   // The bytes encode() allocates for an image of n_patches patches (its activations, the f16
   // key/value panels of the attention, the projector rows), for a memory check before it runs.

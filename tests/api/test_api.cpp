@@ -825,4 +825,134 @@ TEST_CASE("api: cache_prompt reuses a shared prefix (system prompt, image) and g
   ckjit_model_free(m);
 }
 
+TEST_CASE("api: vocabulary queries and token_to_piece") {
+  ckjit_model* m = load(false);
+  const int32_t eos = ckjit_token_eos(m);
+  CHECK(eos >= 0);
+  CHECK(ckjit_token_is_eog(m, eos) == 1);
+  int32_t im_end = -1;
+  size_t n = 0;
+  REQUIRE(ckjit_tokenize(m, "<|im_end|>", 1, &im_end, 1, &n) == CKJIT_OK);
+  REQUIRE(n == 1);
+  CHECK(ckjit_token_is_eog(m, im_end) == 1);
+  int32_t hello[8];
+  REQUIRE(ckjit_tokenize(m, "Hello world", 0, hello, 8, &n) == CKJIT_OK);
+  REQUIRE(n >= 2);
+  CHECK(ckjit_token_is_eog(m, hello[0]) == 0);
+  CHECK(ckjit_token_is_eog(m, -1) == 0);
+  CHECK(ckjit_token_is_eog(nullptr, eos) == 0);
+  CHECK(ckjit_token_bos(nullptr) == -1);
+  // The pieces of a text's tokens join into the text.
+  std::string joined;
+  for (size_t i = 0; i < n; ++i) {
+    char buf[64];
+    size_t len = 0;
+    REQUIRE(ckjit_token_to_piece(m, hello[i], 0, buf, sizeof buf, &len) == CKJIT_OK);
+    joined.append(buf, len);
+  }
+  CHECK(joined == "Hello world");
+  size_t len = 0;
+  CHECK(ckjit_token_to_piece(m, hello[1], 0, nullptr, 0, &len) == CKJIT_ERR_BUFFER_TOO_SMALL);
+  CHECK(len == 6);  // " world"
+  char buf[32];
+  CHECK(ckjit_token_to_piece(m, im_end, 0, buf, sizeof buf, &len) == CKJIT_OK);
+  CHECK(len == 0);  // a control token's text only when special
+  CHECK(ckjit_token_to_piece(m, im_end, 1, buf, sizeof buf, &len) == CKJIT_OK);
+  CHECK(std::string(buf, len) == "<|im_end|>");
+  CHECK(ckjit_token_to_piece(m, 1 << 30, 0, buf, sizeof buf, &len) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_token_to_piece(m, hello[0], 0, buf, sizeof buf, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  ckjit_model_free(m);
+}
+
+namespace {
+struct AbortAfter {
+  int calls = 0, stop_at = 0;
+};
+int abort_after(void* user) {
+  auto* a = static_cast<AbortAfter*>(user);
+  return ++a->calls >= a->stop_at ? 1 : 0;
+}
+}  // namespace
+
+TEST_CASE("api: the abort callback stops prefill, decode and image encode with CKJIT_ERR_CANCELLED; the session goes on") {
+  ckjit_model* m = load();
+  ckjit_session_params sp;
+  ckjit_session_params_default(&sp);
+  sp.n_batch = 4;  // a prompt of several chunks
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, &sp, &s) == CKJIT_OK);
+  const char* text = "Read the whole page, every line of it, and then say what it is about in one sentence.";
+  // Without a stop the callback is asked and nothing changes.
+  AbortAfter never{0, 1 << 30};
+  REQUIRE(ckjit_session_set_abort_callback(s, abort_after, &never) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, text) == CKJIT_OK);
+  const std::vector<int32_t> want = gen(s, 5);
+  CHECK(never.calls > 5);
+  // In the prefill (the second chunk).
+  REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
+  AbortAfter prefill{0, 2};
+  REQUIRE(ckjit_session_set_abort_callback(s, abort_after, &prefill) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, text) == CKJIT_OK);
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 5, gp.ignore_eos = 1;
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_ERR_CANCELLED);
+  CHECK(std::string(ckjit_session_last_error(s)).find("abort") != std::string::npos);
+  CHECK(ckjit_session_n_past(s) == 4);  // the first chunk stays
+  // In the image encode.
+  AbortAfter encode{0, 1};
+  REQUIRE(ckjit_session_set_abort_callback(s, abort_after, &encode) == CKJIT_OK);
+  CHECK(ckjit_session_add_image_file(s, image_path("square-64.png").c_str()) == CKJIT_ERR_CANCELLED);
+  // Removed: the session reads as before.
+  REQUIRE(ckjit_session_set_abort_callback(s, nullptr, nullptr) == CKJIT_OK);
+  REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, text) == CKJIT_OK);
+  CHECK(gen(s, 5) == want);
+  // In a batch: only the aborted session stops.
+  ckjit_session* other = nullptr;
+  REQUIRE(ckjit_session_new(m, &sp, &other) == CKJIT_OK);
+  REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
+  AbortAfter late{0, 12};
+  REQUIRE(ckjit_session_set_abort_callback(s, abort_after, &late) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, text) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(other, text) == CKJIT_OK);
+  ckjit_session* both[] = {s, other};
+  ckjit_status st[2];
+  size_t got[2];
+  CHECK(ckjit_generate_batch(both, nullptr, 2, st, got) == CKJIT_ERR_CANCELLED);
+  CHECK(st[0] == CKJIT_ERR_CANCELLED);
+  CHECK(st[1] == CKJIT_OK);
+  CHECK(got[1] > 0);
+  ckjit_session_free(other);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: truncate keeps a prefix of the KV cache and the next prompt continues after it") {
+  ckjit_model* m = load(false);
+  ckjit_session *a = nullptr, *b = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &a) == CKJIT_OK);
+  REQUIRE(ckjit_session_new(m, nullptr, &b) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(a, "The first part of the story.") == CKJIT_OK);
+  gen(a, 6);
+  ckjit_timings t{};
+  REQUIRE(ckjit_session_timings(a, &t) == CKJIT_OK);
+  CHECK(ckjit_session_n_past(a) == t.n_prompt + 5);  // the last sampled token is not decoded
+  REQUIRE(ckjit_session_truncate(a, t.n_prompt) == CKJIT_OK);  // drop the answer
+  CHECK(ckjit_session_n_past(a) == t.n_prompt);
+  CHECK(ckjit_session_truncate(a, t.n_prompt + 1) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(ckjit_session_truncate(a, -1) == CKJIT_ERR_INVALID_ARGUMENT);
+  REQUIRE(ckjit_session_add_text(a, " And then?") == CKJIT_OK);
+  const std::vector<int32_t> got = gen(a, 6);
+  // b: the same first prompt prefilled (no answer), then the same continuation.
+  REQUIRE(ckjit_session_add_text(b, "The first part of the story.") == CKJIT_OK);
+  gen(b, 0);
+  REQUIRE(ckjit_session_add_text(b, " And then?") == CKJIT_OK);
+  CHECK(gen(b, 6) == got);
+  CHECK(ckjit_session_n_past(nullptr) == 0);
+  ckjit_session_free(a);
+  ckjit_session_free(b);
+  ckjit_model_free(m);
+}
+
 }  // TEST_SUITE
