@@ -98,11 +98,37 @@ capi::ErrorSlot* slot_of(const ckjit_session* s) {
   return s && capi::live_handle(s, Kind::session) ? &const_cast<ckjit_session*>(s)->error : nullptr;
 }
 
+// This library's defaults of each parameter struct.
+void model_defaults(ckjit_model_params& p) { p.use_profile = 1; }
+void session_defaults(ckjit_session_params&) {}
+void generate_defaults(ckjit_generate_params& p) {
+  p.n_predict = 256;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  p.repeat_penalty = 1.0f;
+  p.repeat_last_n = 64;
+}
+
+// The defaults into the caller's struct of struct_size bytes (the size the caller was compiled
+// with): an older caller's smaller struct gets the fields it has, a newer caller's larger one
+// zeros past this library's fields. Less than the struct_size field itself: nothing is written.
+template <class T>
+void init_params(T* p, uint32_t struct_size, void (*fill)(T&)) {
+  if (!p || struct_size < sizeof(uint32_t)) return;
+  T d{};
+  fill(d);
+  d.struct_size = struct_size;
+  std::memset(static_cast<void*>(p), 0, struct_size);
+  std::memcpy(static_cast<void*>(p), &d, std::min<size_t>(struct_size, sizeof(T)));
+}
+
 // The caller's struct, read only as far as its struct_size says (older callers, smaller structs).
 template <class T>
-T read_params(const T* given, void (*defaults)(T*)) {
-  T p;
-  defaults(&p);
+T read_params(const T* given, void (*fill)(T&)) {
+  T p{};
+  fill(p);
+  p.struct_size = sizeof(T);
   if (given) {
     if (given->struct_size < sizeof(uint32_t) || given->struct_size > sizeof(T))
       raise(CKJIT_ERR_INVALID_ARGUMENT, "struct_size is " + std::to_string(given->struct_size) + ", not that of this library's struct (" +
@@ -118,7 +144,7 @@ const topo::Machine& machine() { return topo::this_machine(); }
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.2.0"; }
+const char* ckjit_version(void) { return "0.3.0"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   switch (s) {
@@ -162,19 +188,14 @@ const char* ckjit_machine_json(void) {
   return out;
 }
 
-void ckjit_model_params_default(ckjit_model_params* p) {
-  if (!p) return;
-  *p = ckjit_model_params{};
-  p->struct_size = sizeof(ckjit_model_params);
-  p->use_profile = 1;
-}
+void ckjit_model_params_init(ckjit_model_params* p, uint32_t struct_size) { init_params(p, struct_size, model_defaults); }
 
 ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, const ckjit_model_params* given, ckjit_model** out) {
   if (out) *out = nullptr;
   return guarded(nullptr, CKJIT_ERR_BAD_MODEL, [&] {
     need(out, "out");
     need(model_path, "model_path");
-    const ckjit_model_params p = read_params(given, ckjit_model_params_default);
+    const ckjit_model_params p = read_params(given, model_defaults);
     if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
       raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx and n_batch must not be negative");
     auto progress = [&](float f) {
@@ -312,11 +333,8 @@ ckjit_status ckjit_token_to_piece(const ckjit_model* model, int32_t token, int32
   });
 }
 
-void ckjit_session_params_default(ckjit_session_params* p) {
-  if (!p) return;
-  *p = ckjit_session_params{};
-  p->struct_size = sizeof(ckjit_session_params);
-}
+void ckjit_session_params_init(ckjit_session_params* p, uint32_t struct_size) { init_params(p, struct_size, session_defaults); }
+
 
 ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* given, ckjit_session** out) {
   if (out) *out = nullptr;
@@ -324,7 +342,7 @@ ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* g
   return guarded(slot, CKJIT_ERR_OUT_OF_MEMORY, [&] {  // what the session's own checks refuse: its memory
     need(out, "out");
     ckjit_model* m = model_of(model);
-    ckjit_session_params p = read_params(given, ckjit_session_params_default);
+    ckjit_session_params p = read_params(given, session_defaults);
     if (p.n_ctx < 0 || p.n_batch < 0 || p.image_min_tokens < 0 || p.image_max_tokens < 0)
       raise(CKJIT_ERR_INVALID_ARGUMENT, "session parameters must not be negative");
     if (p.n_ctx == 0) p.n_ctx = int32_t(m->core->n_ctx);
@@ -366,7 +384,7 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
     s->clear_prompt();
     s->logits.clear();
     const double load = s->timings.load_ms;
-    s->timings = ckjit_timings{};
+    ckjit_timings_init(&s->timings);
     s->timings.load_ms = load;
     return CKJIT_OK;
   });
@@ -520,8 +538,15 @@ ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_chat_messag
     need(needed, "needed");
     if (n_messages > 0) need(messages, "messages");
     if (size > 0) need(buf, "buf");
+    // Elements are struct_size bytes apart: the caller's struct (this library's, for now).
+    const uint32_t stride = n_messages > 0 ? messages[0].struct_size : 0;
+    if (n_messages > 0 && stride != sizeof(ckjit_chat_message))
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "message 0's struct_size is " + std::to_string(stride) + ", not sizeof(ckjit_chat_message) = " +
+                                            std::to_string(sizeof(ckjit_chat_message)) + " (CKJIT_CHAT_MESSAGE fills it)");
     std::vector<tok::ChatMessage> msgs;
     for (size_t i = 0; i < n_messages; ++i) {
+      if (messages[i].struct_size != stride)
+        raise(CKJIT_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + "'s struct_size differs from message 0's");
       if (!messages[i].role || !messages[i].content)
         raise(CKJIT_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
       msgs.push_back({messages[i].role, messages[i].content, std::nullopt});
@@ -542,17 +567,8 @@ ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_chat_messag
   });
 }
 
-void ckjit_generate_params_default(ckjit_generate_params* p) {
-  if (!p) return;
-  *p = ckjit_generate_params{};
-  p->struct_size = sizeof(ckjit_generate_params);
-  p->n_predict = 256;
-  p->top_k = 40;
-  p->top_p = 0.95f;
-  p->min_p = 0.05f;
-  p->repeat_penalty = 1.0f;
-  p->repeat_last_n = 64;
-}
+void ckjit_generate_params_init(ckjit_generate_params* p, uint32_t struct_size) { init_params(p, struct_size, generate_defaults); }
+
 
 }  // extern "C"
 
@@ -575,7 +591,7 @@ pair::RenderedPrompt render_pending(ckjit_session* s, const ckjit_generate_param
 
 void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* given) {
   run.s = s;
-  run.p = read_params(given, ckjit_generate_params_default);
+  run.p = read_params(given, generate_defaults);
   const ckjit_generate_params& p = run.p;
   if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
   if (s->prompt.empty()) raise(CKJIT_ERR_INVALID_ARGUMENT, "the prompt is empty (add text or an image first)");
@@ -771,7 +787,13 @@ ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* 
   return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
     const ckjit_session* s = session_of(session);
     need(out, "out");
-    *out = s->timings;
+    const uint32_t size = out->struct_size;
+    if (size < sizeof(uint32_t) || size > sizeof(ckjit_timings))
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "out->struct_size is " + std::to_string(size) + ", not sizeof(ckjit_timings) = " +
+                                            std::to_string(sizeof(ckjit_timings)) + " (ckjit_timings_init sets it)");
+    ckjit_timings t = s->timings;
+    t.struct_size = size;
+    std::memcpy(out, &t, size);
     return CKJIT_OK;
   });
 }

@@ -52,7 +52,11 @@ struct ckjit_session {
   ckjit::pair::Prompt prompt;
   void clear_prompt() { prompt.clear(); }
   std::vector<float> logits;
-  ckjit_timings timings{};
+  ckjit_timings timings = [] {
+    ckjit_timings t;
+    ckjit_timings_init(&t);
+    return t;
+  }();
   ckjit::capi::ErrorSlot error;
 };
 

@@ -15,7 +15,7 @@ install(EXPORT ckjitTargets NAMESPACE ckjit:: DESTINATION ${CKJIT_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ckjitConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ckjitConfig.cmake INSTALL_DESTINATION ${CKJIT_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ckjitConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)  # 0.x: each minor version may break the API
 install(FILES ${PROJECT_BINARY_DIR}/ckjitConfig.cmake ${PROJECT_BINARY_DIR}/ckjitConfigVersion.cmake
         DESTINATION ${CKJIT_CMAKE_DIR})
 

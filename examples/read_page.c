@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   size_t n_generated = 0;
   if (st == CKJIT_OK) what = "generate", st = ckjit_generate(session, &gp, NULL, 0, &n_generated);
   ckjit_timings t;
+  ckjit_timings_init(&t);
   if (st == CKJIT_OK) what = "timings", st = ckjit_session_timings(session, &t);
   int rc = 0;
   if (st != CKJIT_OK) {

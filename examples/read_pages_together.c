@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
         continue;
       }
       ckjit_timings t;
+      ckjit_timings_init(&t);
       ckjit_session_timings(sessions[i], &t);
       printf("page %s: %zu tokens: %s\n", argv[3 + i], n_generated[i], texts[i].text);
       printf("timings: encode %.1f ms, prefill %.1f ms (%lld tokens), decode %.1f ms (%lld tokens)\n", t.encode_ms,

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define CKJIT_VERSION_MAJOR 0
-#define CKJIT_VERSION_MINOR 2
+#define CKJIT_VERSION_MINOR 3
 #define CKJIT_VERSION_PATCH 0
 
 typedef enum ckjit_status {
@@ -53,7 +53,7 @@ typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
 typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.2.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.3.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -97,7 +97,11 @@ typedef struct ckjit_model_params {
 #define CKJIT_MMPROJ_FIND 1
 #define CKJIT_MMPROJ_FIND_IF_ANY 2
 
-CKJIT_API void ckjit_model_params_default(ckjit_model_params* params);
+/* The defaults, written as far as struct_size (the caller's sizeof) reaches; call ckjit_model_params_default. */
+CKJIT_API void ckjit_model_params_init(ckjit_model_params* params, uint32_t struct_size);
+static inline void ckjit_model_params_default(ckjit_model_params* params) {
+  ckjit_model_params_init(params, (uint32_t)sizeof(*params));
+}
 /* Loads the text model GGUF and, if mmproj_path is not NULL, its vision projector. params may be
  * NULL (the defaults). On success *out is a new model, else *out is NULL. */
 CKJIT_API ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, const ckjit_model_params* params,
@@ -144,7 +148,10 @@ typedef struct ckjit_session_params {
   int32_t image_min_tokens, image_max_tokens;  /* rows per image (0: 8 and 4096, llama.cpp's defaults) */
 } ckjit_session_params;
 
-CKJIT_API void ckjit_session_params_default(ckjit_session_params* params);
+CKJIT_API void ckjit_session_params_init(ckjit_session_params* params, uint32_t struct_size);
+static inline void ckjit_session_params_default(ckjit_session_params* params) {
+  ckjit_session_params_init(params, (uint32_t)sizeof(*params));
+}
 CKJIT_API ckjit_status ckjit_session_new(ckjit_model* model, const ckjit_session_params* params, ckjit_session** out);
 CKJIT_API void ckjit_session_free(ckjit_session* session);
 CKJIT_API const char* ckjit_session_last_error(const ckjit_session* session);
@@ -196,10 +203,15 @@ CKJIT_API size_t ckjit_image_bytes(const ckjit_image* image);
 
 /* ---- chat (since 0.2) ---- */
 
+/* 0.3 (soname libckjit.so.0.3): struct_size leads every struct that crosses the API, so that a
+ * newer library reads and writes an older caller's smaller struct; ckjit_chat_message and
+ * ckjit_timings got it, and the *_default functions pass the caller's sizeof (inline). */
 typedef struct ckjit_chat_message {
-  const char* role;    /* "system", "user", "assistant" or "tool" */
+  uint32_t struct_size; /* sizeof(ckjit_chat_message), the same in every element of an array */
+  const char* role;     /* "system", "user", "assistant" or "tool" */
   const char* content; /* may hold "<__media__>" markers where images go */
 } ckjit_chat_message;
+#define CKJIT_CHAT_MESSAGE(role, content) {sizeof(ckjit_chat_message), (role), (content)}
 
 /* A conversation in the model's chat template (the GGUF's tokenizer.chat_template style),
  * NUL-terminated in buf; with add_generation_prompt the assistant's turn is opened. *needed gets
@@ -236,7 +248,10 @@ typedef struct ckjit_generate_params {
   int32_t cache_prompt;
 } ckjit_generate_params;
 
-CKJIT_API void ckjit_generate_params_default(ckjit_generate_params* params);
+CKJIT_API void ckjit_generate_params_init(ckjit_generate_params* params, uint32_t struct_size);
+static inline void ckjit_generate_params_default(ckjit_generate_params* params) {
+  ckjit_generate_params_init(params, (uint32_t)sizeof(*params));
+}
 /* Prefills the pending prompt and generates. tokens (may be NULL when capacity is 0) receives up to
  * capacity generated ids; *n_generated (may be NULL) the number generated. A prompt that does not
  * fit the context: CKJIT_ERR_CONTEXT_FULL. */
@@ -281,6 +296,7 @@ CKJIT_API int64_t ckjit_session_cached_rows(const ckjit_session* session);
 CKJIT_API const float* ckjit_session_logits(const ckjit_session* session, int32_t* n_vocab);
 
 typedef struct ckjit_timings {
+  uint32_t struct_size;    /* the caller sets sizeof(ckjit_timings) (ckjit_timings_init) */
   double load_ms;          /* the model's load (files, repack, JIT) */
   double encode_ms;        /* images through the vision tower */
   double prefill_ms;       /* all prompt rows */
@@ -289,7 +305,15 @@ typedef struct ckjit_timings {
   int64_t n_prompt, n_image_rows, n_decoded;
 } ckjit_timings;
 
-/* Totals since the session was created or reset. */
+/* Zeros t and sets its struct_size (the caller's sizeof): call before ckjit_session_timings. */
+static inline void ckjit_timings_init(ckjit_timings* t) {
+  unsigned char* b = (unsigned char*)t;
+  for (size_t i = 0; i < sizeof(*t); ++i) b[i] = 0;
+  t->struct_size = (uint32_t)sizeof(*t);
+}
+
+/* Totals since the session was created or reset, as far as out->struct_size reaches (a struct_size
+ * of 0 or larger than this library's: CKJIT_ERR_INVALID_ARGUMENT). */
 CKJIT_API ckjit_status ckjit_session_timings(const ckjit_session* session, ckjit_timings* out);
 
 #ifdef __cplusplus

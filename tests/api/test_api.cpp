@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -93,7 +94,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.2.0");
+  CHECK(std::string(ckjit_version()) == "0.3.0");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);
@@ -137,12 +138,25 @@ TEST_CASE("api: a page and a prompt give tokens and text pieces and logits and t
   REQUIRE(lg != nullptr);
   CHECK(nv == ckjit_model_n_vocab(m));
   ckjit_timings t;
+  ckjit_timings_init(&t);
   REQUIRE(ckjit_session_timings(s, &t) == CKJIT_OK);
   CHECK(t.encode_ms > 0);
   CHECK(t.n_image_rows > 0);
   CHECK(t.n_prompt > t.n_image_rows);
   CHECK(t.n_decoded == 4);
   CHECK(t.load_ms == ckjit_model_load_ms(m));
+  // struct_size: an older caller's smaller struct gets what fits; unset or larger is refused.
+  ckjit_timings small{};
+  small.struct_size = offsetof(ckjit_timings, encode_ms);
+  small.encode_ms = -1;
+  REQUIRE(ckjit_session_timings(s, &small) == CKJIT_OK);
+  CHECK(small.load_ms == t.load_ms);
+  CHECK(small.encode_ms == -1);
+  ckjit_timings unset{};
+  CHECK(ckjit_session_timings(s, &unset) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(s)).find("ckjit_timings_init") != std::string::npos);
+  unset.struct_size = sizeof(ckjit_timings) + 8;
+  CHECK(ckjit_session_timings(s, &unset) == CKJIT_ERR_INVALID_ARGUMENT);
   // The same page from memory gives the same tokens (greedy).
   REQUIRE(ckjit_session_reset(s) == CKJIT_OK);
   const std::vector<char> png = bytes_of(image_path("square-64.png"));
@@ -252,6 +266,7 @@ TEST_CASE("api: NULL or freed or foreign handles are refused with a message and 
   int32_t id = 0;
   char buf[8];
   ckjit_timings t;
+  ckjit_timings_init(&t);
   ckjit_generate_params gp;
   ckjit_generate_params_default(&gp);
   ckjit_model* out_m = nullptr;
@@ -413,6 +428,7 @@ TEST_CASE("api: an encoded image handle gives the tokens of add_image_bytes and 
   CHECK(ckjit_image_n_rows(im) == 9);  // 64 x 64 -> the 96 x 96 canvas -> 3 x 3 rows
   CHECK(ckjit_image_bytes(im) == size_t(9) * 256 * 4 * sizeof(float));  // tiny: n_embd 256, 1 + 3 deepstack
   ckjit_timings t;
+  ckjit_timings_init(&t);
   REQUIRE(ckjit_session_timings(s, &t) == CKJIT_OK);
   CHECK(t.encode_ms > 0);
   REQUIRE(ckjit_session_add_image(s, im) == CKJIT_OK);
@@ -510,7 +526,8 @@ TEST_CASE("api: one image handle added to two sessions in two threads gives the 
 
 TEST_CASE("api: chat_render gives the model's template with markers kept and refuses bad messages") {
   ckjit_model* m = load();
-  const ckjit_chat_message msgs[] = {{"system", "Be brief."}, {"user", "What is in <__media__>?"}, {"assistant", "A cat."}, {"user", "Sure?"}};
+  const ckjit_chat_message msgs[] = {CKJIT_CHAT_MESSAGE("system", "Be brief."), CKJIT_CHAT_MESSAGE("user", "What is in <__media__>?"),
+                                     CKJIT_CHAT_MESSAGE("assistant", "A cat."), CKJIT_CHAT_MESSAGE("user", "Sure?")};
   size_t need = 0;
   CHECK(ckjit_chat_render(m, msgs, 4, 1, nullptr, 0, &need) == CKJIT_ERR_BUFFER_TOO_SMALL);
   REQUIRE(need > 1);
@@ -529,11 +546,17 @@ TEST_CASE("api: chat_render gives the model's template with markers kept and ref
   char small[4];
   CHECK(ckjit_chat_render(m, msgs, 1, 1, small, sizeof small, &need) == CKJIT_ERR_BUFFER_TOO_SMALL);
   CHECK(need > sizeof small);
-  const ckjit_chat_message bad_role[] = {{"wizard", "x"}};
+  const ckjit_chat_message bad_role[] = {CKJIT_CHAT_MESSAGE("wizard", "x")};
   CHECK(ckjit_chat_render(m, bad_role, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
   CHECK(std::strlen(ckjit_model_last_error(m)) > 0);
-  const ckjit_chat_message null_content[] = {{"user", nullptr}};
+  const ckjit_chat_message null_content[] = {CKJIT_CHAT_MESSAGE("user", nullptr)};
   CHECK(ckjit_chat_render(m, null_content, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  // struct_size: unset, or different within one array, is refused with a message that says how.
+  const ckjit_chat_message unsized[] = {{0, "user", "x"}};
+  CHECK(ckjit_chat_render(m, unsized, 1, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_model_last_error(m)).find("CKJIT_CHAT_MESSAGE") != std::string::npos);
+  const ckjit_chat_message mixed[] = {CKJIT_CHAT_MESSAGE("user", "x"), {4, "user", "y"}};
+  CHECK(ckjit_chat_render(m, mixed, 2, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
   CHECK(ckjit_chat_render(m, msgs, 0, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);  // no message
   CHECK(ckjit_chat_render(m, nullptr, 2, 1, buf.data(), buf.size(), &need) == CKJIT_ERR_INVALID_ARGUMENT);
   CHECK(ckjit_chat_render(m, msgs, 1, 1, buf.data(), buf.size(), nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
@@ -663,7 +686,8 @@ TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens;
     CHECK(n_gen[i] == size_t(n_predict[i]));
     CHECK(together[size_t(i)].ids == alone[size_t(i)].ids);
     CHECK(together[size_t(i)].text == alone[size_t(i)].text);
-    ckjit_timings t{};
+    ckjit_timings t;
+    ckjit_timings_init(&t);
     REQUIRE(ckjit_session_timings(ss[i], &t) == CKJIT_OK);
     CHECK(t.n_decoded == n_predict[i] - 1);
   }
@@ -935,7 +959,8 @@ TEST_CASE("api: truncate keeps a prefix of the KV cache and the next prompt cont
   REQUIRE(ckjit_session_new(m, nullptr, &b) == CKJIT_OK);
   REQUIRE(ckjit_session_add_text(a, "The first part of the story.") == CKJIT_OK);
   gen(a, 6);
-  ckjit_timings t{};
+  ckjit_timings t;
+  ckjit_timings_init(&t);
   REQUIRE(ckjit_session_timings(a, &t) == CKJIT_OK);
   CHECK(ckjit_session_n_past(a) == t.n_prompt + 5);  // the last sampled token is not decoded
   REQUIRE(ckjit_session_truncate(a, t.n_prompt) == CKJIT_OK);  // drop the answer
@@ -952,6 +977,56 @@ TEST_CASE("api: truncate keeps a prefix of the KV cache and the next prompt cont
   CHECK(ckjit_session_n_past(nullptr) == 0);
   ckjit_session_free(a);
   ckjit_session_free(b);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: the params' defaults are written as far as the caller's struct_size reaches") {
+  // An older caller, compiled before cache_prompt: its struct ends there, the byte after is its own.
+  struct {
+    ckjit_generate_params p;
+    uint8_t after[16];
+  } old{};
+  std::memset(&old, 0xAB, sizeof old);
+  const uint32_t old_size = uint32_t(offsetof(ckjit_generate_params, cache_prompt));
+  ckjit_generate_params_init(&old.p, old_size);
+  CHECK(old.p.struct_size == old_size);
+  CHECK(old.p.n_predict == 256);
+  CHECK(old.p.top_k == 40);
+  const uint8_t* tail = reinterpret_cast<const uint8_t*>(&old.p) + old_size;
+  CHECK(tail[0] == 0xAB);
+  // A newer caller's larger struct: this library's fields, zeros after them.
+  struct {
+    ckjit_generate_params p;
+    uint8_t newer[16];
+  } big;
+  std::memset(&big, 0xAB, sizeof big);
+  ckjit_generate_params_init(&big.p, uint32_t(sizeof big));
+  CHECK(big.p.struct_size == sizeof big);
+  CHECK(big.p.n_predict == 256);
+  CHECK(big.p.cache_prompt == 0);
+  for (uint8_t b : big.newer) CHECK(b == 0);
+  // Too small for struct_size itself, or NULL: nothing written, no crash.
+  ckjit_session_params sp;
+  std::memset(&sp, 0xAB, sizeof sp);
+  ckjit_session_params_init(&sp, 2);
+  CHECK(reinterpret_cast<const uint8_t*>(&sp)[0] == 0xAB);
+  ckjit_model_params_init(nullptr, sizeof(ckjit_model_params));
+  // The inline defaults pass the caller's own sizeof.
+  ckjit_model_params mp;
+  ckjit_model_params_default(&mp);
+  CHECK(mp.struct_size == sizeof mp);
+  CHECK(mp.use_profile == 1);
+  // An older caller's params are read as far as they reach (the rest takes the defaults).
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(s, "Hello") == CKJIT_OK);
+  old.p.n_predict = 3;
+  old.p.ignore_eos = 1;
+  size_t n = 0;
+  REQUIRE(ckjit_generate(s, &old.p, nullptr, 0, &n) == CKJIT_OK);
+  CHECK(n == 3);
+  ckjit_session_free(s);
   ckjit_model_free(m);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and uses it as an embedder would: examples/read_page (and read_pages_together, two pages in one batch)
 # built with find_package(ckjit) and with pkg-config (shared and static), run on a tiny synthesized
-# pair; the installed .so exports only ckjit_* and has the soname libckjit.so.0.
+# pair; the installed .so exports only ckjit_* and has the soname libckjit.so.0.3 (0.x: one per minor version).
 #   install_test.sh BUILD_DIR SOURCE_DIR BUILD_TYPE LIBDIR C_COMPILER CMAKE GENERATOR
 set -euo pipefail
 BUILD="$1" SRC="$2" TYPE="$3" LIBDIR="$4" CC="$5" CMAKE="$6" GEN="$7"
@@ -19,11 +19,11 @@ fail() { echo "install test: FAILED: $*" >&2; exit 1; }
 
 step "cmake --install into $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" >"$TMP/install.log" || { cat "$TMP/install.log"; fail "cmake --install"; }
-for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.0.2.0" "$LIBDIR/pkgconfig/ckjit.pc" \
+for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.0.3.0" "$LIBDIR/pkgconfig/ckjit.pc" \
          "$LIBDIR/cmake/ckjit/ckjitConfig.cmake" "$LIBDIR/cmake/ckjit/ckjitConfigVersion.cmake"; do
   [ -f "$P/$f" ] || fail "$f not installed"
 done
-for f in libckjit.so libckjit.so.0; do [ -L "$L/$f" ] || fail "$LIBDIR/$f is not a symlink"; done
+for f in libckjit.so libckjit.so.0.3; do [ -L "$L/$f" ] || fail "$LIBDIR/$f is not a symlink"; done
 others="$(cd "$P" && find . -type f ! -path ./include/ckjit.h ! -path "./$LIBDIR/libckjit.*" ! -path "./$LIBDIR/cmake/ckjit/*" ! -path "./$LIBDIR/pkgconfig/ckjit.pc")"
 [ -z "$others" ] || fail "installed more than the library and its header: $others"
 
@@ -32,7 +32,7 @@ exported="$(nm -D --defined-only "$L/libckjit.so" | awk '{print $NF}' | grep -v 
 [ -z "$exported" ] || fail "libckjit.so exports more than ckjit_*: $(echo $exported | head -c 400)"
 grep -q ' ckjit_model_load$' <<<"$(nm -D --defined-only "$L/libckjit.so")" || fail "ckjit_model_load not exported"
 soname="$(readelf -d "$L/libckjit.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
-[ "$soname" = libckjit.so.0 ] || fail "soname is '$soname', not libckjit.so.0"
+[ "$soname" = libckjit.so.0.3 ] || fail "soname is '$soname', not libckjit.so.0.3"
 
 step "a tiny pair"
 "$BUILD/tools/ckjit" synth -q --preset tiny --seed 3 --name t --out "$TMP/model" || fail "ckjit synth"

@@ -129,7 +129,8 @@ void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
 
 // The generated page into its record.
 void finish_page(InFlight& f, size_t n) {
-  ckjit_timings t{};
+  ckjit_timings t;
+  ckjit_timings_init(&t);
   check(f.s, ckjit_session_timings(f.s, &t), "timings");
   f.rec["text"] = f.g.text;
   f.rec["tokens"] = n;

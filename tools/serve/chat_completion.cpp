@@ -25,7 +25,7 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
 // Renders the messages in the model's chat template (images at their markers).
 std::string render(const ServerState& st, const ChatRequest& r) {
   std::vector<ckjit_chat_message> msgs;
-  for (const ChatMessage& m : r.messages) msgs.push_back({m.role.c_str(), m.content.c_str()});
+  for (const ChatMessage& m : r.messages) msgs.push_back(CKJIT_CHAT_MESSAGE(m.role.c_str(), m.content.c_str()));
   size_t need = 0;
   std::string buf(4096, '\0');
   ckjit_status s = ckjit_chat_render(st.model, msgs.data(), msgs.size(), 1, buf.data(), buf.size(), &need);
@@ -77,7 +77,8 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
   // what the session's last prompt shares with this one (every request is a whole conversation).
   if (!r.cache_prompt) ckjit_session_reset(s);
-  ckjit_timings before{};
+  ckjit_timings before;
+  ckjit_timings_init(&before);
   ckjit_session_timings(s, &before);
   for (size_t i = 0; i < r.images.size(); ++i) {
     const std::string& bytes = r.images[i];
@@ -112,7 +113,8 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   // With several sessions, through the batcher: every running request's decode step in one pass
   // (the same tokens as alone); on_token then runs on the batcher's thread while this one waits.
   const ckjit_status gs = st.batcher ? ckjit_batcher_generate(st.batcher, s, &gp, nullptr, 0, &n) : ckjit_generate(s, &gp, nullptr, 0, &n);
-  ckjit_timings t{};
+  ckjit_timings t;
+  ckjit_timings_init(&t);
   ckjit_session_timings(s, &t);
   if (t.n_prompt >= before.n_prompt) {  // this request's share of the session's totals
     t.encode_ms -= before.encode_ms, t.prefill_ms -= before.prefill_ms, t.decode_ms -= before.decode_ms;
