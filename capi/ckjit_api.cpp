@@ -1,6 +1,6 @@
 // The C API (include/ckjit.h) over the model / session layer. Every entry point catches every
 // exception: a ckjit::Error becomes the status its context implies and the message is kept for
-// ckjit_last_error() and the handle's own last error.
+// ckjit_last_error() and the handle's own last error (capi/call_guard.h).
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include <new>
 
 
+#include "capi/call_guard.h"
 #include "capi/handles.h"
 #include "pair/generate_together.h"
 #include "runtime/error.h"
@@ -16,87 +17,12 @@
 
 using namespace ckjit;
 using capi::Kind;
+using namespace ckjit::capi;
 
 namespace {
 
-thread_local std::string t_last_error;
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-// A failure of one call: its status and message, kept on the thread and on the handle.
-struct Failure {
-  ckjit_status status;
-  std::string message;
-};
-
-ckjit_status fail(capi::ErrorSlot* slot, ckjit_status st, const std::string& msg) {
-  t_last_error = msg;
-  if (slot) slot->set(msg);
-  return st;
-}
-
-// A library error's status: its kind's, or the call's own category for a plain Error.
-ckjit_status status_of(ErrorKind k, ckjit_status as) {
-  switch (k) {
-    case ErrorKind::general: return as;
-    case ErrorKind::invalid_argument: return CKJIT_ERR_INVALID_ARGUMENT;
-    case ErrorKind::io: return CKJIT_ERR_IO;
-    case ErrorKind::bad_model: return CKJIT_ERR_BAD_MODEL;
-    case ErrorKind::bad_image: return CKJIT_ERR_BAD_IMAGE;
-    case ErrorKind::no_vision: return CKJIT_ERR_NO_VISION;
-    case ErrorKind::context_full: return CKJIT_ERR_CONTEXT_FULL;
-    case ErrorKind::out_of_memory: return CKJIT_ERR_OUT_OF_MEMORY;
-    case ErrorKind::unsupported: return CKJIT_ERR_UNSUPPORTED;
-    case ErrorKind::cancelled: return CKJIT_ERR_CANCELLED;
-  }
-  return as;
-}
-
-// Runs body; exceptions become statuses (`as` for ckjit::Error: the call's own category).
-template <class F>
-ckjit_status guarded(capi::ErrorSlot* slot, ckjit_status as, F&& body) {
-  try {
-    t_last_error.clear();
-    return body();
-  } catch (const Failure& f) {
-    return fail(slot, f.status, f.message);
-  } catch (const Error& e) {
-    return fail(slot, status_of(e.kind(), as), e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(slot, CKJIT_ERR_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(slot, CKJIT_ERR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(slot, CKJIT_ERR_INTERNAL, "internal error");
-  }
-}
-
-[[noreturn]] void raise(ckjit_status st, const std::string& msg) { throw Failure{st, msg}; }
-
-void need(const void* p, const char* what) {
-  if (!p) raise(CKJIT_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
-}
-
-ckjit_model* model_of(const ckjit_model* m) {
-  if (!m) raise(CKJIT_ERR_INVALID_ARGUMENT, "the model handle is NULL");
-  if (!capi::live_handle(m, Kind::model)) raise(CKJIT_ERR_BAD_HANDLE, "not a live model handle (freed, or not from ckjit_model_load)");
-  return const_cast<ckjit_model*>(m);
-}
-
-ckjit_session* session_of(const ckjit_session* s) {
-  if (!s) raise(CKJIT_ERR_INVALID_ARGUMENT, "the session handle is NULL");
-  if (!capi::live_handle(s, Kind::session))
-    raise(CKJIT_ERR_BAD_HANDLE, "not a live session handle (freed, or not from ckjit_session_new)");
-  return const_cast<ckjit_session*>(s);
-}
-
-// Where a call's error is kept besides the thread: the handle's own slot, if it is live.
-capi::ErrorSlot* slot_of(const ckjit_model* m) {
-  return m && capi::live_handle(m, Kind::model) ? &const_cast<ckjit_model*>(m)->error : nullptr;
-}
-capi::ErrorSlot* slot_of(const ckjit_session* s) {
-  return s && capi::live_handle(s, Kind::session) ? &const_cast<ckjit_session*>(s)->error : nullptr;
-}
 
 // This library's defaults of each parameter struct.
 void model_defaults(ckjit_model_params& p) { p.use_profile = 1; }
@@ -165,7 +91,7 @@ const char* ckjit_status_name(ckjit_status s) {
   return "unknown status";
 }
 
-const char* ckjit_last_error(void) { return t_last_error.c_str(); }
+const char* ckjit_last_error(void) { return capi::thread_last_error().c_str(); }
 
 // Function-local statics: built once (thread-safe), then only read.
 const char* ckjit_machine_name(void) {
@@ -683,7 +609,7 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
         return CKJIT_OK;
       });
       if (st != CKJIT_OK) {
-        fail_one(i, st, t_last_error);
+        fail_one(i, st, capi::thread_last_error());
         s->clear_prompt();
         item_of.push_back(n);
         continue;
@@ -707,7 +633,7 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
       const pair::TogetherOutcome& o = outs[item_of[i]];
       if (o.error) {
         const ckjit_status st = guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&]() -> ckjit_status { std::rethrow_exception(o.error); });
-        fail_one(i, st, t_last_error);
+        fail_one(i, st, capi::thread_last_error());
         continue;
       }
       record_run(s, o.result);

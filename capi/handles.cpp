@@ -12,6 +12,11 @@ std::unordered_map<const void*, Kind>& live() {
 }
 }  // namespace
 
+std::string& thread_last_error() {
+  thread_local std::string message;
+  return message;
+}
+
 const char* ErrorSlot::get() const {
   std::lock_guard<std::mutex> l(mu_);
   copy_ = msg_;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
@@ -43,6 +44,16 @@ __attribute__((target("avx2,f16c"))) void KvCache::write(int64_t layer, int64_t 
       for (int e = 0; e < 8; ++e) kp[(d + e) * P] = kh[e];
     }
   }
+}
+
+void KvCache::copy_prefix(const KvCache& src, int64_t n) {
+  if (!same_shape(src)) throw Error("KV cache: copy between caches of different shapes");
+  if (n < 0 || n > n_ctx_ || n > src.n_ctx_) throw Error("KV cache: copy of " + std::to_string(n) + " slots exceeds a context");
+  std::vector<const uint16_t*> from;
+  src.for_each_run(n, [&](const uint16_t* p, size_t) { from.push_back(p); });
+  size_t i = 0;
+  for_each_run(n, [&](uint16_t* p, size_t c) { std::memcpy(p, from[i++], c * sizeof(uint16_t)); });
+  for (int64_t l = 0; l < n_layer_; ++l) seal(l, n);
 }
 
 void KvCache::seal(int64_t layer, int64_t n_filled) {

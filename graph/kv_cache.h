@@ -43,6 +43,37 @@ class KvCache {
   // must be finite). Rows: nothing to do.
   void seal(int64_t layer, int64_t n_filled);
 
+  // Whether two caches hold rows the same way (dimensions, layout, panel width; context aside).
+  bool same_shape(const KvCache& o) const {
+    return n_layer_ == o.n_layer_ && n_head_kv_ == o.n_head_kv_ && dh_ == o.dh_ && layout_ == o.layout_ && panel_ == o.panel_;
+  }
+  // The runs of halves (K and V, every layer) that hold slots [0, n) — a panel's unused lanes
+  // included — in a fixed order, as (pointer, count): what a prefix copy or a saved state moves.
+  // (The const form's pointers are for reading only.)
+  template <class F>
+  void for_each_run(int64_t n, F&& f) {
+    for (int64_t l = 0; l < n_layer_; ++l)
+      for (int kv = 0; kv < 2; ++kv) {
+        uint16_t* base = (kv == 0 ? k_ : v_).get() + size_t(l) * layer_elems_;
+        if (layout_ == KvLayout::rows) {
+          f(base, size_t(n * n_head_kv_ * dh_));
+          continue;
+        }
+        for (int64_t h = 0; h < n_head_kv_; ++h) {
+          uint16_t* head = base + h * n_pad_ * dh_;
+          if (kv == 0) f(head, size_t((n + panel_ - 1) / panel_ * dh_ * panel_));  // whole key panels
+          else
+            for (int64_t d = 0; d < dh_; d += panel_) f(head + (d / panel_) * n_pad_ * panel_, size_t(n * panel_));
+        }
+      }
+  }
+  template <class F>
+  void for_each_run(int64_t n, F&& f) const {
+    const_cast<KvCache*>(this)->for_each_run(n, [&](uint16_t* p, size_t c) { f(static_cast<const uint16_t*>(p), c); });
+  }
+  // Slots [0, n) := src's (same_shape; n within both contexts), each layer sealed at n.
+  void copy_prefix(const KvCache& src, int64_t n);
+
   // rows: the layer's first row (slot j at + j * kv_width).
   const uint16_t* k_rows(int64_t layer) const { return k_.get() + size_t(layer) * layer_elems_; }
   const uint16_t* v_rows(int64_t layer) const { return v_.get() + size_t(layer) * layer_elems_; }

@@ -113,6 +113,33 @@ void Session::count_row(const Position& p) {
   next_after_[size_t(n_past_ - 1)] = next_pos_;
 }
 
+void Session::copy_prefix_from(const Session& src, int64_t n) {
+  if (&src.model_ != &model_) throw Error("copy prefix: the sessions are of different models", ErrorKind::invalid_argument);
+  if (!kv_->same_shape(*src.kv_) || (tiled_ == nullptr) != (src.tiled_ == nullptr))
+    throw Error("copy prefix: the sessions keep their KV caches differently (attention order)", ErrorKind::invalid_argument);
+  if (n < 0 || n > src.n_past_ || n > opt_.n_ctx)
+    throw Error("copy prefix: " + std::to_string(n) + " rows asked; the source holds " + std::to_string(src.n_past_) +
+                    ", this context takes " + std::to_string(opt_.n_ctx),
+                ErrorKind::invalid_argument);
+  if (&src == this) return truncate(n);
+  kv_->copy_prefix(*src.kv_, n);
+  std::copy_n(src.next_after_.begin(), n, next_after_.begin());
+  n_past_ = n;
+  next_pos_ = n == 0 ? 0 : next_after_[size_t(n - 1)];
+}
+
+void Session::restore(int64_t n, std::span<const int64_t> next_after, const std::function<void(KvCache&)>& fill) {
+  if (n < 0 || n > opt_.n_ctx || int64_t(next_after.size()) != n)
+    throw Error("restore: " + std::to_string(n) + " rows do not fit a context of " + std::to_string(opt_.n_ctx),
+                ErrorKind::invalid_argument);
+  n_past_ = 0, next_pos_ = 0;  // nothing valid while the rows are written
+  fill(*kv_);
+  for (int64_t l = 0; l < model_.hparams().n_layer; ++l) kv_->seal(l, n);
+  std::copy(next_after.begin(), next_after.end(), next_after_.begin());
+  n_past_ = n;
+  next_pos_ = n == 0 ? 0 : next_after_[size_t(n - 1)];
+}
+
 void Session::truncate(int64_t n_rows) {
   if (n_rows < 0 || n_rows > n_past_)
     throw Error("truncate: " + std::to_string(n_rows) + " rows asked, the session holds " + std::to_string(n_past_));

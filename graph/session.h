@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "graph/activations.h"
@@ -66,6 +67,14 @@ class Session {
   // row goes to slot n_rows, at the position that followed row n_rows - 1. Error when n_rows is
   // negative or more than n_past().
   void truncate(int64_t n_rows);
+  // Rows [0, n) := src's rows (llama_memory_seq_cp of a prefix): its KV rows and positions. Error
+  // for a session of another model or KV layout, or n beyond src's rows or this context.
+  void copy_prefix_from(const Session& src, int64_t n);
+  // For a saved state (graph/session_state.h): the KV cache, and next_position() after each row.
+  const KvCache& kv() const { return *kv_; }
+  std::span<const int64_t> positions_after() const { return {next_after_.data(), size_t(n_past_)}; }
+  // Rows [0, n) from a saved state: fill writes their KV runs; next_after as positions_after().
+  void restore(int64_t n, std::span<const int64_t> next_after, const std::function<void(KvCache&)>& fill);
 
   // Runs the batch (Error on an empty batch, a full context, an id outside the vocabulary, an
   // embedding row missing, deepstack rows on a model without deepstack layers).
