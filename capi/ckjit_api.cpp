@@ -309,6 +309,8 @@ ckjit_status ckjit_session_reset(ckjit_session* session) {
     s->ctx->reset();
     s->clear_prompt();
     s->logits.clear();
+    s->decoded_logits.clear();
+    s->decoded_rows = 0;
     const double load = s->timings.load_ms;
     ckjit_timings_init(&s->timings);
     s->timings.load_ms = load;
@@ -322,23 +324,6 @@ ckjit_status ckjit_session_set_abort_callback(ckjit_session* session, ckjit_abor
     ckjit_session* s = session_of(session);
     if (!abort) s->ctx->session().set_abort({});
     else s->ctx->session().set_abort([abort, user_data] { return abort(user_data) != 0; });
-    return CKJIT_OK;
-  });
-}
-
-int64_t ckjit_session_n_past(const ckjit_session* s) {
-  if (!s || !capi::live_handle(s, Kind::session)) return 0;
-  return s->ctx->session().n_past();
-}
-
-ckjit_status ckjit_session_truncate(ckjit_session* session, int64_t n_keep) {
-  capi::ErrorSlot* slot = slot_of(session);
-  return guarded(slot, CKJIT_ERR_INVALID_ARGUMENT, [&] {
-    ckjit_session* s = session_of(session);
-    const int64_t n = s->ctx->session().n_past();
-    if (n_keep < 0 || n_keep > n)
-      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_keep is " + std::to_string(n_keep) + "; the session holds " + std::to_string(n) + " rows");
-    s->ctx->session().truncate(n_keep);
     return CKJIT_OK;
   });
 }

@@ -52,6 +52,8 @@ struct ckjit_session {
   ckjit::pair::Prompt prompt;
   void clear_prompt() { prompt.clear(); }
   std::vector<float> logits;
+  std::vector<float> decoded_logits;  // the rows of the last ckjit_session_decode / ckjit_decode_together
+  int64_t decoded_rows = 0;
   ckjit_timings timings = [] {
     ckjit_timings t;
     ckjit_timings_init(&t);

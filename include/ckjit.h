@@ -173,6 +173,30 @@ CKJIT_API int64_t ckjit_session_n_past(const ckjit_session* session);
  * outside 0..n_past: CKJIT_ERR_INVALID_ARGUMENT. */
 CKJIT_API ckjit_status ckjit_session_truncate(ckjit_session* session, int64_t n_keep);
 
+/* ---- KV rows and raw decoding (since 0.3; llama.h's llama_decode, llama_memory_*, llama_state_*) ----
+ * A session is one sequence. These calls decode tokens without sampling (the caller's own loop),
+ * copy a prefix between sessions, and save and load the rows. */
+
+/* Decodes tokens after what the session holds (text positions), as one batch in n_batch chunks;
+ * logits of every position when all_logits, else of the last (ckjit_session_logits_ith). Tokens
+ * that do not fit behind the session's rows: CKJIT_ERR_CONTEXT_FULL, nothing decoded. */
+CKJIT_API ckjit_status ckjit_session_decode(ckjit_session* session, const int32_t* tokens, size_t n_tokens, int32_t all_logits);
+/* One token for each of n sessions (distinct, of one model) in one pass over the weights (a
+ * decode step of several sequences): each session's logits are bit for bit those it gets alone. */
+CKJIT_API ckjit_status ckjit_decode_together(ckjit_session* const* sessions, const int32_t* tokens, size_t n);
+/* Row i of the logits of the session's last ckjit_session_decode / ckjit_decode_together (i < 0
+ * counts from the end: -1 is the last); NULL when there is no such row. Valid until the next call. */
+CKJIT_API const float* ckjit_session_logits_ith(const ckjit_session* session, int32_t i, int32_t* n_vocab);
+/* dst's rows := the first n_rows rows of src (the same model; llama_memory_seq_cp of a prefix): a
+ * shared prefix prefilled once, then continued in several sessions. */
+CKJIT_API ckjit_status ckjit_session_copy_prefix(ckjit_session* dst, const ckjit_session* src, int64_t n_rows);
+/* The session's rows and positions to a file (written whole, then renamed into place), and back
+ * into a session of the same model file, KV layout (attention order, the CPU's panel width) and a
+ * context that holds them. Another model, a cut or altered file: CKJIT_ERR_INVALID_ARGUMENT with
+ * the reason; the session is then empty. A pending prompt is dropped by a load. */
+CKJIT_API ckjit_status ckjit_session_save_state(const ckjit_session* session, const char* path);
+CKJIT_API ckjit_status ckjit_session_load_state(ckjit_session* session, const char* path);
+
 /* The next prompt, in order: text runs and images (decoded and encoded by the vision tower now, so
  * a broken image fails here). ckjit_generate consumes it. Text may hold "<__media__>" markers to
  * place images; without any, the images go before the text (as llama.cpp's mtmd does). */

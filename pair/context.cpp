@@ -92,6 +92,24 @@ RenderedPrompt Context::render_reusing(const Prompt& p) {
   return reused_ == 0 ? whole : prompt_suffix(whole, reused_);
 }
 
+void Context::truncate(int64_t n_keep) {
+  session_->truncate(n_keep);
+  cache_.forget_from(n_keep);
+}
+
+void Context::copy_prefix_from(const Context& src, int64_t n) {
+  session_->copy_prefix_from(*src.session_, n);
+  cache_.copy_from(src.cache_, n);
+}
+
+graph::Logits Context::decode_tokens(std::span<const int32_t> ids, bool all_logits) {
+  appending();
+  graph::Batch b;
+  const int64_t p0 = session_->next_position();
+  for (size_t i = 0; i < ids.size(); ++i) b.add_token(ids[i], graph::Position::text(p0 + int64_t(i)), all_logits || i + 1 == ids.size());
+  return session_->decode(b);
+}
+
 void Context::reset() {
   session_->reset();
   cache_.forget_from(0);

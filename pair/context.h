@@ -62,6 +62,14 @@ class Context {
   int64_t reused_rows() const { return reused_; }  // by the last render_reusing (0 after render)
   // An empty KV cache (and nothing cached to reuse).
   void reset();
+  // Changes of the KV rows outside render/generate, keeping the prompt cache true:
+  void truncate(int64_t n_keep);                              // rows [n_keep, n_past) go
+  void copy_prefix_from(const Context& src, int64_t n);       // rows [0, n) := src's (its cached prompt too)
+  void rows_replaced() { cache_.forget_from(0); }             // e.g. a saved state was loaded
+  void appending() { cache_.forget_from(session_->n_past()), reused_ = 0; }  // rows go after n_past
+  // Token ids decoded after what the session holds, without sampling (llama_decode of one
+  // sequence); logits of every row when all_logits, else of the last.
+  graph::Logits decode_tokens(std::span<const int32_t> ids, bool all_logits);
   // Runs a rendered prompt (prefill, then decode); Error context_full when it does not fit.
   graph::GenerateResult generate(const RenderedPrompt& prompt, const graph::GenerateOptions& o, const graph::GenerateCallbacks& cb);
 

@@ -5,6 +5,7 @@
 // its image's process-unique id and row index. Only prompt rows are remembered, never generated
 // ones: decode rows run in llama.cpp's vec_dot order where prefill rows do not (graph/linear.h),
 // so only prefilled rows give the same bits as prefilling the prompt again.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,10 @@ class PromptCache {
   void remember(std::vector<uint64_t> keys) { keys_ = std::move(keys); }
   // Rows at and above n_past are about to be written again: what they held is forgotten.
   void forget_from(int64_t n_past);
+  // The keys of another session's first n rows (copied into this one).
+  void copy_from(const PromptCache& o, int64_t n) {
+    keys_.assign(o.keys_.begin(), o.keys_.begin() + std::min<int64_t>(n, int64_t(o.keys_.size())));
+  }
 
  private:
   std::vector<uint64_t> keys_;

@@ -1030,4 +1030,180 @@ TEST_CASE("api: the params' defaults are written as far as the caller's struct_s
   ckjit_model_free(m);
 }
 
+namespace {
+
+std::vector<int32_t> tokens_of(ckjit_model* m, const char* text) {
+  std::vector<int32_t> ids(256);
+  size_t n = 0;
+  REQUIRE(ckjit_tokenize(m, text, 1, ids.data(), ids.size(), &n) == CKJIT_OK);
+  ids.resize(n);
+  return ids;
+}
+
+std::vector<float> logits_row(const ckjit_session* s, int32_t i) {
+  int32_t nv = 0;
+  const float* l = ckjit_session_logits_ith(s, i, &nv);
+  REQUIRE(l != nullptr);
+  return std::vector<float>(l, l + nv);
+}
+
+}  // namespace
+
+TEST_CASE("api: ckjit_session_decode gives generate's logits, every position's on request, and refuses what does not fit") {
+  ckjit_model* m = load(false);
+  const char* text = "Read the page and tell me what the second line says.";
+  ckjit_session *a = nullptr, *b = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &a) == CKJIT_OK);
+  REQUIRE(ckjit_session_new(m, nullptr, &b) == CKJIT_OK);
+  const std::vector<int32_t> ids = tokens_of(m, text);
+  REQUIRE(ids.size() > 6);
+  REQUIRE(ckjit_session_decode(a, ids.data(), ids.size(), 1) == CKJIT_OK);
+  CHECK(ckjit_session_n_past(a) == int64_t(ids.size()));
+  REQUIRE(ckjit_session_add_text(b, text) == CKJIT_OK);
+  gen(b, 1);
+  int32_t nv = 0;
+  const float* gl = ckjit_session_logits(b, &nv);
+  REQUIRE(gl != nullptr);
+  CHECK(same_bits(logits_row(a, -1), std::vector<float>(gl, gl + nv)));
+  CHECK(same_bits(logits_row(a, int32_t(ids.size()) - 1), logits_row(a, -1)));
+  CHECK(ckjit_session_logits_ith(a, int32_t(ids.size()), &nv) == nullptr);
+  CHECK(ckjit_session_logits_ith(a, -int32_t(ids.size()) - 1, &nv) == nullptr);
+  // Row i of one batch = the last row of the first i + 1 tokens decoded alone.
+  const size_t half = ids.size() / 2;
+  ckjit_session* c = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &c) == CKJIT_OK);
+  REQUIRE(ckjit_session_decode(c, ids.data(), half + 1, 0) == CKJIT_OK);
+  CHECK(same_bits(logits_row(c, 0), logits_row(a, int32_t(half))));
+  CHECK(ckjit_session_logits_ith(c, 1, &nv) == nullptr);  // only the last row was asked for
+  // Errors: no tokens, ids outside the vocabulary, more than the context.
+  CHECK(ckjit_session_decode(c, ids.data(), 0, 0) == CKJIT_ERR_INVALID_ARGUMENT);
+  const int32_t bad = 1 << 30;
+  CHECK(ckjit_session_decode(c, &bad, 1, 0) == CKJIT_ERR_INVALID_ARGUMENT);
+  std::vector<int32_t> lots(600, ids[0]);
+  const int64_t before = ckjit_session_n_past(c);
+  CHECK(ckjit_session_decode(c, lots.data(), lots.size(), 0) == CKJIT_ERR_CONTEXT_FULL);
+  CHECK(ckjit_session_n_past(c) == before);
+  for (ckjit_session* s : {a, b, c}) ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: copy_prefix and decode_together: each session's logits are those it gets alone") {
+  ckjit_model* m = load(false);
+  const char* texts[] = {"The quick brown fox jumps.", "A page of numbers: 1 2 3 4 5 6 7 8 9."};
+  ckjit_session *s[2] = {}, *alone[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(ckjit_session_new(m, nullptr, &s[i]) == CKJIT_OK);
+    REQUIRE(ckjit_session_new(m, nullptr, &alone[i]) == CKJIT_OK);
+    const std::vector<int32_t> ids = tokens_of(m, texts[i]);
+    REQUIRE(ckjit_session_decode(s[i], ids.data(), ids.size(), 0) == CKJIT_OK);
+    REQUIRE(ckjit_session_copy_prefix(alone[i], s[i], ckjit_session_n_past(s[i])) == CKJIT_OK);
+    CHECK(ckjit_session_n_past(alone[i]) == ckjit_session_n_past(s[i]));
+  }
+  const int32_t next[2] = {1000, 2000};
+  for (int step = 0; step < 3; ++step) {
+    REQUIRE(ckjit_decode_together(s, next, 2) == CKJIT_OK);
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(step);
+      CAPTURE(i);
+      REQUIRE(ckjit_session_decode(alone[i], &next[i], 1, 0) == CKJIT_OK);
+      CHECK(same_bits(logits_row(s[i], 0), logits_row(alone[i], 0)));
+    }
+  }
+  // A copy of part of a prefix continues as the original would from there.
+  ckjit_session* part = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &part) == CKJIT_OK);
+  const std::vector<int32_t> ids = tokens_of(m, texts[1]);
+  REQUIRE(ckjit_session_copy_prefix(part, s[1], 4) == CKJIT_OK);
+  REQUIRE(ckjit_session_decode(part, ids.data() + 4, ids.size() - 4, 0) == CKJIT_OK);
+  ckjit_session* whole = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &whole) == CKJIT_OK);
+  REQUIRE(ckjit_session_decode(whole, ids.data(), ids.size(), 0) == CKJIT_OK);
+  CHECK(same_bits(logits_row(part, -1), logits_row(whole, -1)));
+  // Refused: more rows than the source holds, the same session twice, a session of another model.
+  CHECK(ckjit_session_copy_prefix(part, s[1], ckjit_session_n_past(s[1]) + 1) == CKJIT_ERR_INVALID_ARGUMENT);
+  ckjit_session* twice[2] = {s[0], s[0]};
+  CHECK(ckjit_decode_together(twice, next, 2) != CKJIT_OK);
+  ckjit_model* other = load(false);
+  ckjit_session* foreign = nullptr;
+  REQUIRE(ckjit_session_new(other, nullptr, &foreign) == CKJIT_OK);
+  CHECK(ckjit_session_copy_prefix(foreign, s[0], 1) == CKJIT_ERR_INVALID_ARGUMENT);
+  ckjit_session* mixed[2] = {s[0], foreign};
+  CHECK(ckjit_decode_together(mixed, next, 2) == CKJIT_ERR_INVALID_ARGUMENT);
+  for (ckjit_session* x : {s[0], s[1], alone[0], alone[1], part, whole, foreign}) ckjit_session_free(x);
+  ckjit_model_free(other);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: a saved state loads into another session and decodes on identically; bad files are refused") {
+  ckjit_model* m = load(false);
+  ckjit_session *a = nullptr, *b = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &a) == CKJIT_OK);
+  REQUIRE(ckjit_session_new(m, nullptr, &b) == CKJIT_OK);
+  const std::vector<int32_t> ids = tokens_of(m, "A long prompt that a later process should not prefill again.");
+  REQUIRE(ckjit_session_decode(a, ids.data(), ids.size(), 0) == CKJIT_OK);
+  const fs::path dir = ckjit::test::process_temp_dir("ckjit_state_");
+  fs::create_directories(dir);
+  const std::string path = (dir / "a.state").string();
+  REQUIRE_MESSAGE(ckjit_session_save_state(a, path.c_str()) == CKJIT_OK, ckjit_session_last_error(a));
+  CHECK_FALSE(fs::exists(path + ".part"));
+  REQUIRE_MESSAGE(ckjit_session_load_state(b, path.c_str()) == CKJIT_OK, ckjit_session_last_error(b));
+  CHECK(ckjit_session_n_past(b) == ckjit_session_n_past(a));
+  const int32_t t = 777;
+  REQUIRE(ckjit_session_decode(a, &t, 1, 0) == CKJIT_OK);
+  REQUIRE(ckjit_session_decode(b, &t, 1, 0) == CKJIT_OK);
+  CHECK(same_bits(logits_row(a, 0), logits_row(b, 0)));
+  // A text prompt continues after the loaded rows as after the original ones.
+  REQUIRE(ckjit_session_add_text(a, " Go on.") == CKJIT_OK);
+  REQUIRE(ckjit_session_add_text(b, " Go on.") == CKJIT_OK);
+  CHECK(gen(a, 4) == gen(b, 4));
+
+  const std::vector<char> good = bytes_of(path);
+  auto write_file = [&](const std::vector<char>& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  };
+  auto refused = [&](const char* why, const char* says) {
+    CAPTURE(why);
+    CHECK(ckjit_session_load_state(b, path.c_str()) == CKJIT_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(ckjit_session_last_error(b)).find(says) != std::string::npos);
+    CHECK(ckjit_session_n_past(b) == 0);
+  };
+  std::vector<char> bytes = good;
+  bytes[bytes.size() / 2] ^= 0x10;
+  write_file(bytes);
+  refused("one bit flipped", "checksum");
+  write_file(std::vector<char>(good.begin(), good.begin() + std::ptrdiff_t(good.size() / 3)));
+  refused("cut off", "ends early");
+  bytes = good;
+  bytes[0] = 'X';
+  write_file(bytes);
+  refused("not a state file", "not a ckjit session state");
+  write_file(good);
+  ckjit_session_params small;
+  ckjit_session_params_default(&small);
+  small.n_ctx = 8;
+  ckjit_session* tiny_ctx = nullptr;
+  REQUIRE(ckjit_session_new(m, &small, &tiny_ctx) == CKJIT_OK);
+  CHECK(ckjit_session_load_state(tiny_ctx, path.c_str()) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(tiny_ctx)).find("context") != std::string::npos);
+  CHECK(ckjit_session_load_state(b, (dir / "missing").string().c_str()) == CKJIT_ERR_IO);
+  CHECK(ckjit_session_save_state(a, (dir / "no" / "such" / "dir").string().c_str()) == CKJIT_ERR_IO);
+  // Another model file (same shapes, other weights).
+  const fs::path other_dir = dir / "other";
+  ckjit::synth::SynthOptions o;
+  o.seed = 12;
+  o.threads = 2;
+  o.tokenizer_dir = CKJIT_TOKENIZER_DIR;
+  const auto files = ckjit::synth::write_qwen3vl_pair(ckjit::qwen3vl::preset_dims("tiny"), o, other_dir.string());
+  ckjit_model* other = nullptr;
+  REQUIRE(ckjit_model_load(files.text_path.c_str(), nullptr, nullptr, &other) == CKJIT_OK);
+  ckjit_session* os = nullptr;
+  REQUIRE(ckjit_session_new(other, nullptr, &os) == CKJIT_OK);
+  CHECK(ckjit_session_load_state(os, path.c_str()) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(os)).find("another model") != std::string::npos);
+  for (ckjit_session* x : {a, b, tiny_ctx, os}) ckjit_session_free(x);
+  ckjit_model_free(other);
+  ckjit_model_free(m);
+}
+
 }  // TEST_SUITE
