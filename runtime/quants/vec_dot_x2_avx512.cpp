@@ -28,8 +28,18 @@ CKJIT_X2_TARGET inline float reduce_half(__m256 acc) {
   return _mm_cvtss_f32(s);
 }
 
-// Blocks ahead that the decode GEMV asks the cache for (two weight rows stream from DRAM).
+// Blocks ahead that the decode GEMV asks the cache for (two weight rows stream from DRAM). Past
+// a row's end this is the next row's start, which the GEMV reads next (rows are contiguous; a
+// prefetch never faults): asking only within the row left half of each 8-block row (K = 2048)
+// unprefetched, 2b decode 17.6 -> 20.0 tok/s on Sapphire Rapids, 2 threads.
 constexpr int64_t kAhead = 4;
+
+CKJIT_X2_TARGET inline void prefetch_ahead(const BlockQ6_K* a, const BlockQ6_K* b) {
+  for (int l = 0; l < 256; l += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + kAhead) + l, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + kAhead) + l, _MM_HINT_T0);
+  }
+}
 
 }  // namespace
 
@@ -46,11 +56,7 @@ CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const Blo
   __m512 acc[R];
   for (int j = 0; j < R; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    if (i + kAhead < nb)
-      for (int l = 0; l < 256; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(x0 + i + kAhead) + l, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(x1 + i + kAhead) + l, _MM_HINT_T0);
-      }
+    prefetch_ahead(x0 + i, x1 + i);
     const float w0 = _cvtsh_ss(x0[i].d), w1 = _cvtsh_ss(x1[i].d);
     const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
     const __m512i sc16 = _mm512_inserti64x4(
@@ -112,11 +118,7 @@ CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, con
   __m512 acc[R];
   for (int j = 0; j < R; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    if (i + kAhead < nb)
-      for (int l = 0; l < 256; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(x0 + i + kAhead) + l, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(x1 + i + kAhead) + l, _MM_HINT_T0);
-      }
+    prefetch_ahead(x0 + i, x1 + i);
     const float w0 = _cvtsh_ss(x0[i].d), w1 = _cvtsh_ss(x1[i].d);
     const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
     const __m512i sc16 = _mm512_inserti64x4(
