@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/gcc12_avx512_warnings.h"
 
@@ -41,12 +42,41 @@ CKJIT_X2_TARGET inline void prefetch_ahead(const BlockQ6_K* a, const BlockQ6_K* 
   }
 }
 
+// The 6-bit values (0..63) of one half block (128 elements) of both rows: u[c] holds elements
+// 32c .. 32c+31 of the half, row 0 in the low 256 bits, row 1 in the high (the AVX2 order's layout).
+CKJIT_X2_TARGET inline void unpack_half(const uint8_t* ql0, const uint8_t* ql1, const uint8_t* qh0, const uint8_t* qh1, __m512i u[4]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  const __m512i l0 = load_pair(ql0, ql1), l1 = load_pair(ql0 + 32, ql1 + 32), h = load_pair(qh0, qh1);
+  u[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
+  u[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
+  u[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
+  u[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+}
+
+// Both blocks' 16 sub-block scales as int16: row 0 in lanes 0..15, row 1 in 16..31.
+CKJIT_X2_TARGET inline __m512i scales_pair(const BlockQ6_K& a, const BlockQ6_K& b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.scales)))),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))), 1);
+}
+
+// f(rows) for a compile-time rows of 1..Max; more rows in runs of Max.
+template <int Max, class F>
+inline void in_runs_of(int rows, const BlockQ8_K* const* y, float* out, F&& f) {
+  for (int j = 0; j < rows; j += Max) {
+    const int r = std::min(Max, rows - j);
+    [&]<int... K>(std::integer_sequence<int, K...>) {
+      ((r == K + 1 ? f(std::integral_constant<int, K + 1>{}, y + j, out + 2 * j) : void()), ...);
+    }(std::make_integer_sequence<int, Max>{});
+  }
+}
+
 }  // namespace
 
 template <int R>
 CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int64_t n, float* out) {
   const int64_t nb = n / QK_K;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
   __m512i pick[8];
   for (int c = 0; c < 8; ++c) {
     const __m128i q0 = _mm_set1_epi16(short(2 * c)), q1 = _mm_set1_epi16(short(2 * c + 1));
@@ -59,20 +89,12 @@ CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const Blo
     prefetch_ahead(x0 + i, x1 + i);
     const float w0 = _cvtsh_ss(x0[i].d), w1 = _cvtsh_ss(x1[i].d);
     const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
-    const __m512i sc16 = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[i].scales)))),
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[i].scales))), 1);
+    const __m512i sc16 = scales_pair(x0[i], x1[i]);
     __m512i T[R];
     for (int j = 0; j < R; ++j) T[j] = _mm512_setzero_si512();
     for (int half = 0; half < 2; ++half, ql0 += 64, ql1 += 64, qh0 += 32, qh1 += 32) {
-      const __m512i l0 = load_pair(ql0, ql1), l1 = load_pair(ql0 + 32, ql1 + 32), h = load_pair(qh0, qh1);
       __m512i u[4];
-      u[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
-      u[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
-      u[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
-      u[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+      unpack_half(ql0, ql1, qh0, qh1, u);
       for (int c = 0; c < 4; ++c) {
         const __m512i s16 = _mm512_permutexvar_epi16(pick[4 * half + c], sc16);
         for (int j = 0; j < R; ++j) {
@@ -111,7 +133,6 @@ template <int R>
 CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int64_t n,
                                    float* out) {
   const int64_t nb = n / QK_K;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   alignas(64) int16_t w16[2][8][32];  // [weight row][32-element group][element]
@@ -121,18 +142,10 @@ CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, con
     prefetch_ahead(x0 + i, x1 + i);
     const float w0 = _cvtsh_ss(x0[i].d), w1 = _cvtsh_ss(x1[i].d);
     const uint8_t *ql0 = x0[i].ql, *ql1 = x1[i].ql, *qh0 = x0[i].qh, *qh1 = x1[i].qh;
-    const __m512i sc16 = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[i].scales)))),
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[i].scales))), 1);
+    const __m512i sc16 = scales_pair(x0[i], x1[i]);
     for (int half = 0; half < 2; ++half, ql0 += 64, ql1 += 64, qh0 += 32, qh1 += 32) {
-      const __m512i l0 = load_pair(ql0, ql1), l1 = load_pair(ql0 + 32, ql1 + 32), h = load_pair(qh0, qh1);
       __m512i u[4];
-      u[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4));
-      u[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4));
-      u[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4));
-      u[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4));
+      unpack_half(ql0, ql1, qh0, qh1, u);
       for (int c = 0; c < 4; ++c) {
         const int g = 4 * half + c;  // elements 32g .. 32g+31: scales 2g (first 16), 2g+1
         const __m512i s0 = _mm512_permutexvar_epi16(
@@ -174,30 +187,12 @@ CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, con
 
 void vec_dot_q6_K_q8_K_x2_rows_vnni512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
                                        int64_t n, float* out) {
-  switch (rows) {
-    case 1: return x2_rows_vnni<1>(x0, x1, y, n, out);
-    case 2: return x2_rows_vnni<2>(x0, x1, y, n, out);
-    case 3: return x2_rows_vnni<3>(x0, x1, y, n, out);
-    case 4: return x2_rows_vnni<4>(x0, x1, y, n, out);
-    case 5: return x2_rows_vnni<5>(x0, x1, y, n, out);
-    case 6: return x2_rows_vnni<6>(x0, x1, y, n, out);
-    case 7: return x2_rows_vnni<7>(x0, x1, y, n, out);
-    case 8: return x2_rows_vnni<8>(x0, x1, y, n, out);
-    default:
-      for (int j = 0; j < rows; j += 8) vec_dot_q6_K_q8_K_x2_rows_vnni512(x0, x1, y + j, std::min(8, rows - j), n, out + 2 * j);
-  }
+  in_runs_of<8>(rows, y, out, [&](auto r, const BlockQ8_K* const* yr, float* o) { x2_rows_vnni<decltype(r)::value>(x0, x1, yr, n, o); });
 }
 
 void vec_dot_q6_K_q8_K_x2_rows_avx512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,
                                       int64_t n, float* out) {
-  switch (rows) {
-    case 1: return x2_rows<1>(x0, x1, y, n, out);
-    case 2: return x2_rows<2>(x0, x1, y, n, out);
-    case 3: return x2_rows<3>(x0, x1, y, n, out);
-    case 4: return x2_rows<4>(x0, x1, y, n, out);
-    default:
-      for (int j = 0; j < rows; j += 4) vec_dot_q6_K_q8_K_x2_rows_avx512(x0, x1, y + j, std::min(4, rows - j), n, out + 2 * j);
-  }
+  in_runs_of<4>(rows, y, out, [&](auto r, const BlockQ8_K* const* yr, float* o) { x2_rows<decltype(r)::value>(x0, x1, yr, n, o); });
 }
 
 }  // namespace ckjit::quant
