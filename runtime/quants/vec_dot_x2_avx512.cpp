@@ -61,6 +61,22 @@ CKJIT_X2_TARGET inline __m512i scales_pair(const BlockQ6_K& a, const BlockQ6_K& 
                             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))), 1);
 }
 
+// One block's float step for one activation row, both weight rows at once: T holds the AVX2
+// order's int32 lane sums of the 6-bit values times scales; the 32 * scale * bsums offset is taken
+// off, then acc += (d_y * d_w) * float(T - C). The one float order both forms share.
+CKJIT_X2_TARGET inline void add_block(__m512i T, const BlockQ8_K& yb, __m512i sc16, float w0, float w1, __m512& acc) {
+  const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(yb.bsums)));
+  const __m512i C = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5);
+  const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(yb.d * w0), _mm256_set1_ps(yb.d * w1), 1);
+  acc = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(T, C)), acc);
+}
+
+// Row 0's dot (the low half's AVX2 reduction) to out[0], row 1's to out[1].
+CKJIT_X2_TARGET inline void store_pair(__m512 acc, float* out) {
+  out[0] = reduce_half(_mm512_castps512_ps256(acc));
+  out[1] = reduce_half(_mm512_extractf32x8_ps(acc, 1));
+}
+
 // f(rows) for a compile-time rows of 1..Max; more rows in runs of Max.
 template <int Max, class F>
 inline void in_runs_of(int rows, const BlockQ8_K* const* y, float* out, F&& f) {
@@ -104,17 +120,9 @@ CKJIT_X2_TARGET void x2_rows(const BlockQ6_K* x0, const BlockQ6_K* x1, const Blo
         }
       }
     }
-    for (int j = 0; j < R; ++j) {
-      const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j][i].bsums)));
-      const __m512i C = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5);
-      const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(y[j][i].d * w0), _mm256_set1_ps(y[j][i].d * w1), 1);
-      acc[j] = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(T[j], C)), acc[j]);
-    }
+    for (int j = 0; j < R; ++j) add_block(T[j], y[j][i], sc16, w0, w1, acc[j]);
   }
-  for (int j = 0; j < R; ++j) {
-    out[2 * j] = reduce_half(_mm512_castps512_ps256(acc[j]));
-    out[2 * j + 1] = reduce_half(_mm512_extractf32x8_ps(acc[j], 1));
-  }
+  for (int j = 0; j < R; ++j) store_pair(acc[j], out + 2 * j);
 }
 
 // One activation row: the same code (each row's operations do not depend on the others').
@@ -171,18 +179,11 @@ CKJIT_X2V_TARGET void x2_rows_vnni(const BlockQ6_K* x0, const BlockQ6_K* x1, con
       }
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < R; ++j) {
-      const __m512i T = _mm512_add_epi32(_mm512_permutex2var_epi32(ta[j], even, tb[j]), _mm512_permutex2var_epi32(ta[j], odd, tb[j]));
-      const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j][i].bsums)));
-      const __m512i C = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5);
-      const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(y[j][i].d * w0), _mm256_set1_ps(y[j][i].d * w1), 1);
-      acc[j] = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(T, C)), acc[j]);
-    }
+    for (int j = 0; j < R; ++j)
+      add_block(_mm512_add_epi32(_mm512_permutex2var_epi32(ta[j], even, tb[j]), _mm512_permutex2var_epi32(ta[j], odd, tb[j])),
+                y[j][i], sc16, w0, w1, acc[j]);
   }
-  for (int j = 0; j < R; ++j) {
-    out[2 * j] = reduce_half(_mm512_castps512_ps256(acc[j]));
-    out[2 * j + 1] = reduce_half(_mm512_extractf32x8_ps(acc[j], 1));
-  }
+  for (int j = 0; j < R; ++j) store_pair(acc[j], out + 2 * j);
 }
 
 void vec_dot_q6_K_q8_K_x2_rows_vnni512(const BlockQ6_K* x0, const BlockQ6_K* x1, const BlockQ8_K* const* y, int rows,

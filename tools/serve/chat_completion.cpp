@@ -38,12 +38,23 @@ std::string render(const ServerState& st, const ChatRequest& r) {
   return buf;
 }
 
-// What a session holds after this request, for choosing the session of the next one: the image
-// keys (as the image cache knows them) and the rendered text.
-std::string signature(const ChatRequest& r, const std::string& prompt, const ServerState& st) {
-  std::string sig;
-  for (const std::string& bytes : r.images) sig += image_key(bytes, st.image_min_tokens, st.image_max_tokens) + '\x1f';
-  return sig + prompt;
+// A request's prompt as rendered once: the text, its images' cache keys (hashed once), and what
+// a session holds after it (keys and text), for choosing the session of the next request.
+struct RenderedRequest {
+  std::string prompt;
+  std::vector<std::string> image_keys;
+  std::string signature;
+};
+
+RenderedRequest render_request(const ServerState& st, const ChatRequest& r, std::string prompt) {
+  RenderedRequest out;
+  for (const std::string& bytes : r.images) {
+    out.image_keys.push_back(image_key(bytes, st.image_min_tokens, st.image_max_tokens));
+    out.signature += out.image_keys.back() + '\x1f';
+  }
+  out.signature += prompt;
+  out.prompt = std::move(prompt);
+  return out;
 }
 
 // How one generation ended.
@@ -72,7 +83,7 @@ int on_token(int32_t, const char* text, void* user) {
 }
 
 // Images, prompt, generation on a leased session; HttpError for what the client got wrong.
-Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const std::string& prompt,
+Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr,
                     const std::function<bool(const std::string&)>& emit) {
   // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
   // what the session's last prompt shares with this one (every request is a whole conversation).
@@ -82,7 +93,7 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   ckjit_session_timings(s, &before);
   for (size_t i = 0; i < r.images.size(); ++i) {
     const std::string& bytes = r.images[i];
-    const std::string key = image_key(bytes, st.image_min_tokens, st.image_max_tokens);
+    const std::string& key = rr.image_keys[i];
     std::shared_ptr<EncodedImage> im = st.cache->get(key);
     if (!im) {
       ckjit_image* h = nullptr;
@@ -97,7 +108,7 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
     }
     if (ckjit_session_add_image(s, im->handle) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
   }
-  if (ckjit_session_add_text(s, prompt.c_str()) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+  if (ckjit_session_add_text(s, rr.prompt.c_str()) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
   TokenSink sink{StopMatcher(r.stop), &emit, &st.stopping, {}, false};
   ckjit_generate_params gp;
   ckjit_generate_params_default(&gp);
@@ -142,11 +153,11 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
 }
 
 // complete_on, leaving the session without a half-added prompt when the request fails.
-Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const std::string& prompt, const std::string& sig,
+Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const RenderedRequest& rr,
                  const std::function<bool(const std::string&)>& emit) {
   try {
-    Outcome o = complete_on(st, lease.get(), r, prompt, emit);
-    lease.remember(r.cache_prompt ? sig : std::string());
+    Outcome o = complete_on(st, lease.get(), r, rr, emit);
+    lease.remember(r.cache_prompt ? rr.signature : std::string());
     return o;
   } catch (...) {
     ckjit_session_reset(lease.get());
@@ -157,12 +168,12 @@ Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const std:
 
 // The streamed answer: waits in line (an SSE comment each second, which also tells a gone client),
 // then one chunk per piece of text, a last chunk with the finish reason and usage, then [DONE].
-void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string prompt, httplib::Response& res, PeerWatch watch) {
-  res.set_chunked_content_provider("text/event-stream", [&st, r, prompt, watch](size_t, httplib::DataSink& sink) mutable {
+void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_ptr<const RenderedRequest> rr, httplib::Response& res,
+            PeerWatch watch) {
+  res.set_chunked_content_provider("text/event-stream", [&st, r, rr, watch](size_t, httplib::DataSink& sink) mutable {
     const CompletionId id = new_completion_id(st.model_name);
     auto last_ping = Clock::now();
     bool gone = false;
-    const std::string sig = signature(*r, prompt, st);
     Lease lease = st.pool->acquire([&] {
       if (st.stopping) return true;
       if (watch.gone()) return gone = true;
@@ -170,7 +181,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string p
       last_ping = Clock::now();
       gone = !sink.write(": waiting for a session\n\n", 25);
       return gone;
-    }, sig);
+    }, rr->signature);
     if (!lease) {
       if (!gone) {
         const std::string e = sse(error_json("the server is shutting down", "server_error", "shutting_down"));
@@ -187,7 +198,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::string p
     };
     std::string tail;
     try {
-      const Outcome o = complete(st, lease, *r, prompt, sig, emit);
+      const Outcome o = complete(st, lease, *r, *rr, emit);
       if (o.client_gone) return false;
       tail = sse(chunk_json(id, std::nullopt, false, o.finish, o.usage));
     } catch (const HttpError& e) {
@@ -223,9 +234,9 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
       throw HttpError(400, "invalid_request_error", "context_length_exceeded",
                       "the prompt is " + std::to_string(n_text) + " tokens; the context (-c) is " + std::to_string(st.n_ctx));
     PeerWatch watch(req.remote_port, req.local_port);
-    if (r->stream) return stream(st, r, prompt, res, watch);
-    const std::string sig = signature(*r, prompt, st);
-    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, sig);
+    auto rr = std::make_shared<const RenderedRequest>(render_request(st, *r, prompt));
+    if (r->stream) return stream(st, r, rr, res, watch);
+    Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, rr->signature);
     if (!lease) {
       if (watch.gone()) {
         res.status = 499;  // nginx's "client closed request": nobody reads it, /metrics counts it
@@ -236,7 +247,7 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     const CompletionId id = new_completion_id(st.model_name);
     // Nothing is written until the end: the client's socket is looked at every few pieces instead.
     int pieces = 0;
-    const Outcome o = complete(st, lease, *r, prompt, sig, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
+    const Outcome o = complete(st, lease, *r, *rr, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
     if (o.client_gone) {
       res.status = 499;
       return;
