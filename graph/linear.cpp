@@ -110,6 +110,7 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   LinearPlanner* lp = setup.planner;
   gemm_ = choose(Op::Gemm, OpShape{OpKind::gemm, wtype_, rows, n_, k_}, true, paths, exact_rows(rows) ? nullptr : lp);
   gemv_ = choose(Op::Gemv, OpShape{OpKind::gemv, wtype_, 1, n_, k_}, true, paths, exact_rows(1) ? nullptr : lp);
+  gemm_few_ = few_rows_kernels(Op::Gemm, paths, true);
   if (!gemm_ || !gemv_)
     throw Error(name_ + ": no JIT kernel for " + tensor_type_info(wtype_).name + " weights on " +
                 jit::isa_name(paths.front()) + " (use --no-jit for the scalar reference)");
@@ -120,6 +121,7 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
                        llama_prefill_ && llama_swiglu ? nullptr : lp);
     swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
                        llama_swiglu ? nullptr : lp);
+    swiglu_few_ = few_rows_kernels(Op::SwiGLU, paths, false);
   }
   const jit::WeightKernels* kernels = jit::weight_kernels(wtype_);
   if (!kernels) throw Error(name_ + ": no repack for " + std::string(tensor_type_info(wtype_).name));
@@ -133,6 +135,32 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
 // the decode reads every weight once from DRAM. 2b decode on Sapphire Rapids, 2 threads: Gate-Up
 // 23.1 -> 24.4 GB/s at 4 (2 and 8 less); the sums are unchanged.
 constexpr int kDecodePrefetchBlocks = 4;
+// ... and for a few rows (decode steps of several sequences): each weight is still read once from
+// DRAM, now behind more work per block. 2b, 8 sequences, 2 threads, KVM guest (Xeon with AMX):
+// 33-36 -> 39-42 tok/s at 8 (4 about half way; 16 and 32 less); the blocks mattered less (mr 4, 6
+// or 8 within noise).
+constexpr int kFewRowsPrefetchBlocks = 8;
+
+// Fixed AVX-512 blocks with prefetch for 2..kFewRows rows, where the planned prefill kernel (made for
+// a chunk, without prefetch) would read the weights from DRAM with no lead. Empty where AVX-512 is
+// not among the paths (the planned kernel serves).
+Linear::OpKernels Linear::few_rows_kernels(Op op, const std::vector<jit::IsaPath>& paths, bool need_residual) const {
+  const jit::IsaPath path = jit::IsaPath::Avx512;
+  if (std::find(paths.begin(), paths.end(), path) == paths.end()) return {};
+  KernelSpec s = spec_for(wtype_, atype_, path, k_, op, op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store);
+  s.pf = kFewRowsPrefetchBlocks;
+  OpKernels out;
+  try {
+    out.store = &jit::global_code_cache().get(s);
+    if (need_residual) {
+      s.epilogue = Epilogue::ResidualAdd;
+      out.residual = &jit::global_code_cache().get(s);
+    }
+  } catch (const Error&) {
+    return {};
+  }
+  return out;
+}
 
 // The first path of `paths` that serves `op`: the planner's blocks when its plan is for that path
 // (and generates), else the fixed blocks; a path whose emitter rejects the spec declines.
@@ -222,6 +250,8 @@ std::string Linear::describe() const {
   else
     out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
   if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
+  if (swiglu_few_) out += "; swiglu of 2-" + std::to_string(kFewRows) + " rows " + swiglu_few_.store->spec().to_string();
+  if (gemm_few_) out += "; " + std::string(exact_decode_dot() ? "prefill of " : "") + "2-" + std::to_string(kFewRows) + " rows " + gemm_few_.store->spec().to_string();
   return out;
 }
 
@@ -361,7 +391,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   op.ldy = ldy * 4;
   op.r = residual;
   op.ldr = ldy * 4;
-  run_jit(pool, m == 1 ? gemv_ : gemm_, op, m, residual != nullptr);
+  run_jit(pool, m == 1 ? gemv_ : few_rows(m) && gemm_few_ ? gemm_few_ : gemm_, op, m, residual != nullptr);
 }
 
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
@@ -409,7 +439,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   op.ldx = gate.act_row_bytes();
   op.y = y;
   op.ldy = ldy * 4;
-  gate.run_jit(pool, m == 1 ? gate.swiglu_1_ : gate.swiglu_m_, op, m, false);
+  gate.run_jit(pool, m == 1 ? gate.swiglu_1_ : few_rows(m) && gate.swiglu_few_ ? gate.swiglu_few_ : gate.swiglu_m_, op, m, false);
 }
 
 void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,

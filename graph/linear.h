@@ -109,6 +109,9 @@ class Linear {
   };
   OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,
                    LinearPlanner* planner) const;
+  OpKernels few_rows_kernels(jit::Op op, const std::vector<jit::IsaPath>& paths, bool need_residual) const;
+  static constexpr int64_t kFewRows = 16;
+  static bool few_rows(int64_t m) { return m <= kFewRows; }
   void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
   std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
   bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
@@ -133,7 +136,9 @@ class Linear {
   int64_t raw_row_bytes_ = 0;
   float (*llama_dot_)(const void* w, const void* x, int64_t n) = nullptr;  // llama.cpp's row order (reference path)
   std::unique_ptr<jit::PackedWeights> packed_;
-  OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_;
+  // gemm_few_ / swiglu_few_: for 2..kFewRows rows (decode steps of several sequences, short
+  // prompts): fixed blocks that prefetch their weights (few_rows_kernels).
+  OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_, gemm_few_, swiglu_few_;
   OpDesc desc_, prepare_desc_;
 };
 

@@ -1,8 +1,9 @@
 // Aggregate decode speed of N sequences stepped together (graph::BatchedDecoder) against one
 // sequence decoding alone, on a real model file: each sequence is prefilled with its own prompt,
 // then `steps` decode steps run (teacher-forced ids), alone and in steps of N. Prints tokens/s per
-// N and the ratio to a single stream; medians of alternated runs.
-//   bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2] [-c CTX]
+// N and the ratio to a single stream; medians of alternated runs. --profile N adds one more run
+// of N streams with the op profile attached and prints where its steps' time went (graph ops).
+//   bench_batched_decode MODEL.gguf [--streams 1,2,4,8] [--steps 32] [--prompt 64] [--runs 3] [-t 2] [-c CTX] [--profile N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "graph/batched_decode.h"
 #include "graph/session.h"
 #include "graph/text_model.h"
+#include "runtime/op_profile.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "topology/machine.h"
 #include "topology/workers.h"
@@ -37,7 +39,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Tokens per second of `n` sequences over `steps` decode steps (after their prefills, untimed).
-double run(const TextModel& m, Workers& pool, int n, int steps, int prompt, int64_t n_ctx) {
+double run(const TextModel& m, Workers& pool, int n, int steps, int prompt, int64_t n_ctx, OpProfile* profile = nullptr) {
   SessionOptions so;
   so.n_ctx = n_ctx;
   std::vector<std::unique_ptr<Session>> ss;
@@ -48,6 +50,11 @@ double run(const TextModel& m, Workers& pool, int n, int steps, int prompt, int6
     ss.back()->decode(Batch::text(p, 0));
   }
   BatchedDecoder dec(m, n, ss[0]->attention_scratch_per_worker(), pool);
+  if (profile) {
+    profile->set_phase(Phase::decode);
+    dec.set_profile(profile);
+    ss[0]->set_profile(profile);
+  }
   std::vector<Session*> sp;
   for (auto& s : ss) sp.push_back(s.get());
   std::vector<int32_t> tok(static_cast<size_t>(n));
@@ -74,7 +81,7 @@ int main(int argc, char** argv) {
   }
   const std::string model = argv[1];
   std::vector<int> streams = {1, 2, 4, 8};
-  int steps = 32, prompt = 64, runs = 3, threads = 2;
+  int steps = 32, prompt = 64, runs = 3, threads = 2, profile_streams = 0;
   int64_t ctx = 0;  // 0: prompt + steps + 16
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -88,6 +95,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "-t") threads = std::max(1, std::atoi(next().c_str()));
     else if (a == "-c") ctx = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--profile") profile_streams = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr, "bench_batched_decode: unknown argument %s\n", a.c_str());
       return 2;
@@ -110,6 +118,12 @@ int main(int argc, char** argv) {
     std::printf("streams %2d: %7.2f tok/s aggregate (min %.2f, max %.2f)", streams[i], med, tps[i].front(), tps[i].back());
     if (single > 0) std::printf(" = %.2fx one stream", med / single);
     std::printf("\n");
+  }
+  if (profile_streams > 0) {
+    OpProfile prof;
+    const double t = run(m, pool, profile_streams, steps, prompt, ctx ? ctx : prompt + steps + 16, &prof);
+    std::printf("profiled run, %d streams: %.2f tok/s\n", profile_streams, t);
+    for (const std::string& line : prof.report()) std::printf("%s\n", line.c_str());
   }
   std::printf("load average after: %s\n", loadavg().c_str());
   return 0;
