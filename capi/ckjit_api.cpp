@@ -70,7 +70,7 @@ const topo::Machine& machine() { return topo::this_machine(); }
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.3.0"; }
+const char* ckjit_version(void) { return "0.3.1"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   switch (s) {
@@ -511,6 +511,9 @@ void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* g
   run.go.ignore_eos = p.ignore_eos != 0;
   run.go.sampler.temp = p.temp, run.go.sampler.seed = p.seed, run.go.sampler.top_k = p.top_k, run.go.sampler.top_p = p.top_p;
   run.go.sampler.min_p = p.min_p, run.go.sampler.repeat_penalty = p.repeat_penalty, run.go.sampler.repeat_last_n = p.repeat_last_n;
+  run.go.sampler.frequency_penalty = p.frequency_penalty, run.go.sampler.presence_penalty = p.presence_penalty;
+  if (p.n_logit_bias > 0 && !p.logit_bias) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_logit_bias is set but logit_bias is NULL");
+  for (size_t i = 0; i < p.n_logit_bias; ++i) run.go.sampler.logit_bias.emplace_back(p.logit_bias[i].token, p.logit_bias[i].bias);
   run.cb.on_logits = [s](const float* l, int64_t n) { s->logits.assign(l, l + n); };
   if (p.on_token) {
     const ckjit_token_fn fn = p.on_token;

@@ -31,7 +31,7 @@ extern "C" {
 
 #define CKJIT_VERSION_MAJOR 0
 #define CKJIT_VERSION_MINOR 3
-#define CKJIT_VERSION_PATCH 0
+#define CKJIT_VERSION_PATCH 1
 
 typedef enum ckjit_status {
   CKJIT_OK = 0,
@@ -53,7 +53,7 @@ typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
 typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.3.0" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.3.1" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -249,6 +249,11 @@ CKJIT_API ckjit_status ckjit_chat_render(const ckjit_model* model, const ckjit_c
  * return non-zero to stop generating. */
 typedef int (*ckjit_token_fn)(int32_t token, const char* text, void* user_data);
 
+typedef struct ckjit_logit_bias {
+  int32_t token;
+  float bias;
+} ckjit_logit_bias;
+
 typedef struct ckjit_generate_params {
   uint32_t struct_size;  /* sizeof(ckjit_generate_params) */
   int32_t n_predict;     /* most tokens to generate (default 256) */
@@ -270,6 +275,16 @@ typedef struct ckjit_generate_params {
    * session generated are never reused (decode computes them in another order than prefill).
    * ckjit_session_cached_rows says how many rows were kept. */
   int32_t cache_prompt;
+  /* Added in 0.3.1 (llama.cpp's and OpenAI's penalties; an older library refuses a struct this
+   * large, so nothing is silently dropped): over the last repeat_last_n tokens, each distinct token
+   * seen c times loses c * frequency_penalty + presence_penalty (after repeat_penalty). Default 0. */
+  float frequency_penalty;
+  float presence_penalty;
+  /* n_logit_bias entries (token id, value) added to the logits before anything else (-INFINITY bans
+   * a token); ids outside the vocabulary: CKJIT_ERR_INVALID_ARGUMENT. The array is read during the
+   * call only. */
+  const struct ckjit_logit_bias* logit_bias;
+  size_t n_logit_bias;
 } ckjit_generate_params;
 
 CKJIT_API void ckjit_generate_params_init(ckjit_generate_params* params, uint32_t struct_size);

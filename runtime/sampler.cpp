@@ -2,20 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "runtime/error.h"
 
 namespace ckjit {
 namespace sampling {
 
-void repetition_penalty(std::span<float> logits, std::span<const int32_t> recent, float penalty) {
-  if (penalty == 1.0f) return;
+void penalties(std::span<float> logits, std::span<const int32_t> recent, float repeat, float frequency, float presence) {
+  if (repeat == 1.0f && frequency == 0.0f && presence == 0.0f) return;
   for (size_t i = 0; i < recent.size(); ++i) {
     const int32_t id = recent[i];
     if (id < 0 || size_t(id) >= logits.size()) continue;
     if (std::find(recent.begin(), recent.begin() + i, id) != recent.begin() + i) continue;  // once per id
+    const auto seen = std::count(recent.begin() + i, recent.end(), id);
     float& l = logits[size_t(id)];
-    l = l > 0.0f ? l / penalty : l * penalty;
+    l = l > 0.0f ? l / repeat : l * repeat;
+    l -= float(seen) * frequency + presence;
   }
 }
 
@@ -77,6 +80,15 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
   if (params.repeat_penalty <= 0.0f) throw Error("$repeat_penalty must be positive", ErrorKind::invalid_argument);
   if (params.top_p <= 0.0f) throw Error("$top_p must be positive", ErrorKind::invalid_argument);
   if (params.min_p >= 1.0f) throw Error("$min_p must be below 1", ErrorKind::invalid_argument);
+  if (!std::isfinite(params.frequency_penalty) || !std::isfinite(params.presence_penalty))
+    throw Error("$frequency_penalty and $presence_penalty must be finite", ErrorKind::invalid_argument);
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id < 0 || id >= n_vocab)
+      throw Error("$logit_bias names token " + std::to_string(id) + ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")",
+                  ErrorKind::invalid_argument);
+    if (std::isnan(bias) || bias == INFINITY) throw Error("$logit_bias of token " + std::to_string(id) + " is not a number below +inf",
+                                                          ErrorKind::invalid_argument);
+  }
   cand_.reserve(size_t(n_vocab));
   recent_.reserve(size_t(std::max(0, params.repeat_last_n)));
   recent_view_.reserve(recent_.capacity());
@@ -95,7 +107,8 @@ void Sampler::accept(int32_t id) {
 
 int32_t Sampler::sample(const float* logits) {
   std::copy(logits, logits + n_vocab_, work_.begin());
-  sampling::repetition_penalty(work_, recent_, params_.repeat_penalty);
+  for (const auto& [id, bias] : params_.logit_bias) work_[size_t(id)] += bias;
+  sampling::penalties(work_, recent_, params_.repeat_penalty, params_.frequency_penalty, params_.presence_penalty);
   if (params_.temp <= 0.0f) return sampling::argmax(work_);
   cand_.clear();
   for (int32_t i = 0; i < n_vocab_; ++i) cand_.push_back({i, work_[size_t(i)], 0.0f});

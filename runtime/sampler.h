@@ -1,10 +1,12 @@
 #pragma once
-// Token sampling with llama.cpp's parameter names and chain order: repetition penalty -> top-k ->
-// top-p -> min-p -> temperature -> draw. temp <= 0 is greedy (argmax after the penalty, ties to the
-// lowest id). Buffers are sized once for the vocabulary: sampling allocates nothing per token.
+// Token sampling with llama.cpp's parameter names and chain order: logit bias -> penalties
+// (repetition, frequency, presence) -> top-k -> top-p -> min-p -> temperature -> draw. temp <= 0 is
+// greedy (argmax after bias and penalties, ties to the lowest id). Buffers are sized once for the
+// vocabulary: sampling allocates nothing per token.
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace ckjit {
@@ -15,7 +17,10 @@ struct SamplerParams {
   float top_p = 0.95f;          // >= 1: off
   float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at
+  int32_t repeat_last_n = 64;   // how many recent tokens the penalties look at
+  float frequency_penalty = 0.0f;  // subtracted per occurrence in that window (0: off)
+  float presence_penalty = 0.0f;   // subtracted once for a token in that window (0: off)
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
   uint64_t seed = 0;
 };
 
@@ -27,8 +32,10 @@ struct Candidate {
 
 // The chain's steps on a candidate list (exposed for tests). Each keeps at least one candidate.
 namespace sampling {
-// logit > 0: logit / penalty, else logit * penalty, for every id in `recent` (each id once).
-void repetition_penalty(std::span<float> logits, std::span<const int32_t> recent, float penalty);
+// llama.cpp's penalties, for every distinct id in `recent` seen c times: logit > 0: logit / repeat,
+// else logit * repeat; then logit -= c * frequency + presence.
+void penalties(std::span<float> logits, std::span<const int32_t> recent, float repeat, float frequency = 0.0f,
+               float presence = 0.0f);
 // Sorts by logit (descending, ties by id) and keeps the k best.
 void top_k(std::vector<Candidate>& c, int32_t k);
 // Softmax over c (sorted descending) into p.

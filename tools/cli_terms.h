@@ -12,7 +12,8 @@ inline std::string flag_term(const std::string& param) {
       {"n_ctx", "-c"}, {"n_batch", "-b"}, {"n_threads", "-t"}, {"image_min_tokens", "--image-min-tokens"},
       {"image_max_tokens", "--image-max-tokens"}, {"mmproj", "--mmproj"}, {"max_isa", "CKJIT_MAX_ISA"},
       {"no_memory_check", "--no-memory-check"}, {"prompt", "-p TEXT or -f FILE"}, {"forced", "--force"},
-      {"repeat_penalty", "--repeat-penalty"}, {"top_p", "--top-p"}, {"min_p", "--min-p"}};
+      {"repeat_penalty", "--repeat-penalty"}, {"top_p", "--top-p"}, {"min_p", "--min-p"}, {"logit_bias", "--logit-bias"},
+      {"frequency_penalty", "--frequency-penalty"}, {"presence_penalty", "--presence-penalty"}};
   for (const auto& t : table)
     if (param == t.param) return t.flag;
   return "";

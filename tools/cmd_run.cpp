@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <cstdio>
@@ -95,6 +96,19 @@ std::string sample_page_path() {
   return CKJIT_SAMPLE_PAGE;
 }
 
+// llama.cpp's --logit-bias form: TOKEN_ID followed by +BIAS or -BIAS (e.g. 15043+1, 2-inf).
+std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
+  const size_t sign = text.find_first_of("+-", 1);
+  auto bad = [&]() { return ckjit::Error("--logit-bias '" + text + "': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 2-inf)"); };
+  if (sign == std::string::npos || sign == 0) throw bad();
+  const std::string id = text.substr(0, sign), value = text.substr(sign);
+  if (id.find_first_not_of("0123456789") != std::string::npos || id.size() > 9) throw bad();
+  char* end = nullptr;
+  const float bias = std::strtof(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || std::isnan(bias)) throw bad();
+  return {int32_t(std::stol(id)), bias};
+}
+
 void write_floats(std::FILE* f, const float* p, size_t n, const char* what) {
   if (std::fwrite(p, sizeof(float), n, f) != n) throw ckjit::Error(std::string("writing ") + what + " failed");
 }
@@ -133,6 +147,9 @@ int run_main(const std::vector<std::string>& args) {
       ("min-p", po::value<float>()->default_value(0.05f), "min-p (0 = off)")
       ("repeat-penalty", po::value<float>()->default_value(1.0f), "repetition penalty (1 = off)")
       ("repeat-last-n", po::value<int>()->default_value(64), "tokens the repetition penalty looks back")
+      ("frequency-penalty", po::value<float>()->default_value(0.0f), "subtracted per occurrence in the last --repeat-last-n tokens (0 = off)")
+      ("presence-penalty", po::value<float>()->default_value(0.0f), "subtracted once for a token in the last --repeat-last-n tokens (0 = off)")
+      ("logit-bias,l", po::value<std::vector<std::string>>()->composing(), "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to that token's logit (-inf bans it; repeatable)")
       ("chat", "wrap the prompt in the model's chat template (one user turn)")
       ("system", po::value<std::string>(), "system message (with --chat)")
       ("force", po::value<std::string>(), "feed these token ids instead of sampling (teacher forcing)")
@@ -315,6 +332,10 @@ int run_main(const std::vector<std::string>& args) {
   sp.min_p = vm["min-p"].as<float>();
   sp.repeat_penalty = vm["repeat-penalty"].as<float>();
   sp.repeat_last_n = vm["repeat-last-n"].as<int>();
+  sp.frequency_penalty = vm["frequency-penalty"].as<float>();
+  sp.presence_penalty = vm["presence-penalty"].as<float>();
+  if (vm.count("logit-bias"))
+    for (const std::string& b : vm["logit-bias"].as<std::vector<std::string>>()) sp.logit_bias.push_back(parse_logit_bias(b));
 
   ckjit::graph::GenerateCallbacks cb;
   cb.on_text = [](const std::string& text) {

@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -95,7 +97,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.3.0");
+  CHECK(std::string(ckjit_version()) == "0.3.1");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);
@@ -978,6 +980,67 @@ TEST_CASE("api: truncate keeps a prefix of the KV cache and the next prompt cont
   CHECK(ckjit_session_n_past(nullptr) == 0);
   ckjit_session_free(a);
   ckjit_session_free(b);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: logit_bias bans and forces tokens, the penalties change greedy picks, bad entries are invalid arguments") {
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  auto greedy = [&](const ckjit_generate_params& base) {
+    ckjit_session_reset(s);
+    REQUIRE(ckjit_session_add_text(s, "Hello there") == CKJIT_OK);
+    ckjit_generate_params gp = base;
+    gp.n_predict = 6;
+    gp.ignore_eos = 1;
+    std::vector<int32_t> out(6);
+    size_t n = 0;
+    const ckjit_status st = ckjit_generate(s, &gp, out.data(), out.size(), &n);
+    out.resize(st == CKJIT_OK ? n : 0);
+    return std::make_pair(st, out);
+  };
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  CHECK(gp.frequency_penalty == 0.0f);
+  CHECK(gp.presence_penalty == 0.0f);
+  CHECK(gp.logit_bias == nullptr);
+  const auto plain = greedy(gp);
+  REQUIRE(plain.first == CKJIT_OK);
+  // Banning the first pick makes another token first.
+  ckjit_logit_bias ban{plain.second[0], -INFINITY};
+  gp.logit_bias = &ban;
+  gp.n_logit_bias = 1;
+  const auto banned = greedy(gp);
+  REQUIRE(banned.first == CKJIT_OK);
+  CHECK(banned.second[0] != plain.second[0]);
+  for (int32_t t : banned.second) CHECK(t != ban.token);
+  // A large bias forces a token at every step (no penalties).
+  ckjit_logit_bias force{7, 1000.0f};
+  gp.logit_bias = &force;
+  const auto forced = greedy(gp);
+  REQUIRE(forced.first == CKJIT_OK);
+  CHECK(forced.second == std::vector<int32_t>(6, 7));
+  // ... unless the presence penalty outweighs it once the token has been seen.
+  gp.presence_penalty = 5000.0f;
+  gp.repeat_last_n = 64;
+  const auto spread = greedy(gp);
+  REQUIRE(spread.first == CKJIT_OK);
+  CHECK(spread.second[0] == 7);
+  CHECK(std::count(spread.second.begin(), spread.second.end(), 7) == 1);
+  gp.presence_penalty = 0.0f;
+  gp.frequency_penalty = 5000.0f;
+  const auto freq = greedy(gp);
+  REQUIRE(freq.first == CKJIT_OK);
+  CHECK(std::count(freq.second.begin(), freq.second.end(), 7) == 1);
+  // Outside the vocabulary, or a count without an array: refused before anything runs.
+  gp.frequency_penalty = 0.0f;
+  ckjit_logit_bias outside{ckjit_model_n_vocab(m), 1.0f};
+  gp.logit_bias = &outside;
+  CHECK(greedy(gp).first == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(s)).find("logit_bias") != std::string::npos);
+  gp.logit_bias = nullptr;
+  CHECK(greedy(gp).first == CKJIT_ERR_INVALID_ARGUMENT);
+  ckjit_session_free(s);
   ckjit_model_free(m);
 }
 

@@ -82,7 +82,7 @@ TEST_CASE("sampler: min-p drops tokens below min_p times the best probability") 
 TEST_CASE("sampler: repetition penalty divides positive and multiplies negative logits once per id") {
   std::vector<float> l = {2.0f, -1.0f, 3.0f, 1.0f};
   std::vector<int32_t> recent = {0, 1, 0};
-  sampling::repetition_penalty(l, recent, 2.0f);
+  sampling::penalties(l, recent, 2.0f);
   CHECK(l[0] == 1.0f);
   CHECK(l[1] == -2.0f);
   CHECK(l[2] == 3.0f);
@@ -95,6 +95,44 @@ TEST_CASE("sampler: repetition penalty divides positive and multiplies negative 
   s.accept(2);
   s.accept(0);
   CHECK(s.sample(l2.data()) == 3);
+}
+
+TEST_CASE("sampler: frequency and presence penalties subtract per occurrence and once, after the repetition penalty") {
+  std::vector<float> l = {2.0f, -1.0f, 3.0f, 1.0f};
+  std::vector<int32_t> recent = {0, 1, 0, 0};
+  sampling::penalties(l, recent, 2.0f, 0.5f, 0.25f);
+  CHECK(l[0] == 2.0f / 2.0f - 3 * 0.5f - 0.25f);
+  CHECK(l[1] == -1.0f * 2.0f - 1 * 0.5f - 0.25f);
+  CHECK(l[2] == 3.0f);
+  CHECK(l[3] == 1.0f);
+  // Through the sampler (greedy): token 2 is best until it has been seen twice.
+  SamplerParams p;
+  p.frequency_penalty = 0.6f;
+  Sampler s(p, 4);
+  std::vector<float> l2 = {2.0f, -1.0f, 3.0f, 1.0f};
+  s.accept(2);
+  CHECK(s.sample(l2.data()) == 2);  // 3 - 0.6 > 2
+  s.accept(2);
+  CHECK(s.sample(l2.data()) == 0);  // 3 - 1.2 < 2
+}
+
+TEST_CASE("sampler: logit bias is added before everything else and bans with -inf") {
+  SamplerParams p;
+  p.logit_bias = {{2, -INFINITY}, {3, 1.5f}};
+  Sampler s(p, 4);
+  std::vector<float> l = {2.0f, -1.0f, 3.0f, 1.0f};
+  CHECK(s.sample(l.data()) == 3);  // 1 + 1.5 > 2, and 2 is banned
+  p.temp = 1.0f;
+  p.logit_bias = {{0, -INFINITY}, {1, -INFINITY}, {3, -INFINITY}};
+  Sampler t(p, 4);
+  for (int i = 0; i < 20; ++i) CHECK(t.sample(l.data()) == 2);
+  p.logit_bias = {{4, 1.0f}};
+  CHECK_THROWS_AS(Sampler(p, 4), Error);
+  p.logit_bias = {{1, NAN}};
+  CHECK_THROWS_AS(Sampler(p, 4), Error);
+  p.logit_bias = {};
+  p.presence_penalty = INFINITY;
+  CHECK_THROWS_AS(Sampler(p, 4), Error);
 }
 
 TEST_CASE("sampler: sampled tokens stay inside the kept set") {
