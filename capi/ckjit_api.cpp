@@ -502,6 +502,7 @@ pair::RenderedPrompt render_pending(ckjit_session* s, const ckjit_generate_param
 
 void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* given) {
   run.s = s;
+  s->last_stop = CKJIT_STOP_NONE;
   run.p = read_params(given, generate_defaults);
   const ckjit_generate_params& p = run.p;
   if (p.n_predict < 0) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_predict must not be negative");
@@ -522,7 +523,20 @@ void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* g
   }
 }
 
+ckjit_stop_reason stop_reason(graph::StopReason r) {
+  switch (r) {
+    case graph::StopReason::none: return CKJIT_STOP_NONE;
+    case graph::StopReason::length: return CKJIT_STOP_LENGTH;
+    case graph::StopReason::end_of_generation: return CKJIT_STOP_END_OF_GENERATION;
+    case graph::StopReason::callback: return CKJIT_STOP_CALLBACK;
+    case graph::StopReason::context_full: return CKJIT_STOP_CONTEXT_FULL;
+    case graph::StopReason::cancelled: return CKJIT_STOP_CANCELLED;
+  }
+  return CKJIT_STOP_NONE;
+}
+
 void record_run(ckjit_session* s, const graph::GenerateResult& r) {
+  s->last_stop = stop_reason(r.stop);
   ckjit_timings& t = s->timings;
   t.prefill_ms += r.prefill_ms, t.image_prefill_ms += r.image_prefill_ms, t.decode_ms += r.decode_ms;
   t.n_prompt += r.n_prompt, t.n_image_rows += r.n_image_rows, t.n_decoded += r.n_decoded;
@@ -533,7 +547,7 @@ ckjit_status finish_run(ckjit_session* s, const graph::GenerateResult& r, int32_
   record_run(s, r);
   if (n_generated) *n_generated = r.generated.size();
   std::copy_n(r.generated.begin(), std::min(capacity, r.generated.size()), tokens);
-  if (r.cancelled) raise(CKJIT_ERR_CANCELLED, "generation was aborted (abort callback)");
+  if (r.stop == graph::StopReason::cancelled) raise(CKJIT_ERR_CANCELLED, "generation was aborted (abort callback)");
   if (r.generated.size() > capacity && tokens)
     raise(CKJIT_ERR_BUFFER_TOO_SMALL, std::to_string(r.generated.size()) + " tokens generated, capacity " + std::to_string(capacity) +
                                           " (the session holds all of them)");
@@ -626,7 +640,7 @@ ckjit_status ckjit_generate_batch(ckjit_session* const* sessions, const ckjit_ge
       }
       record_run(s, o.result);
       if (n_generated) n_generated[i] = o.result.generated.size();
-      if (o.result.cancelled) {
+      if (o.result.stop == graph::StopReason::cancelled) {
         fail_one(i, CKJIT_ERR_CANCELLED, "generation was aborted (abort callback)");
         continue;
       }
@@ -689,6 +703,11 @@ const float* ckjit_session_logits(const ckjit_session* s, int32_t* n_vocab) {
   if (!s || !capi::live_handle(s, Kind::session) || s->logits.empty()) return nullptr;
   if (n_vocab) *n_vocab = int32_t(s->logits.size());
   return s->logits.data();
+}
+
+ckjit_stop_reason ckjit_session_stop_reason(const ckjit_session* s) {
+  if (!s || !capi::live_handle(s, Kind::session)) return CKJIT_STOP_NONE;
+  return s->last_stop;
 }
 
 int64_t ckjit_session_cached_rows(const ckjit_session* s) {

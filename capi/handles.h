@@ -54,6 +54,7 @@ struct ckjit_session {
   std::vector<float> logits;
   std::vector<float> decoded_logits;  // the rows of the last ckjit_session_decode / ckjit_decode_together
   int64_t decoded_rows = 0;
+  ckjit_stop_reason last_stop = CKJIT_STOP_NONE;  // of the last generation
   ckjit_timings timings = [] {
     ckjit_timings t;
     ckjit_timings_init(&t);

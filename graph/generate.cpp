@@ -58,12 +58,13 @@ TokenLoop::TokenLoop(const Session& s, const tok::Tokenizer& tok, const Generate
 
 int32_t TokenLoop::next(const float* logits) {
   if (done_) return -1;
-  auto end = [&]() {
+  auto end = [&](StopReason why) {
     done_ = true;
+    r_.stop = why;
     if (cb_.on_text) cb_.on_text(out_.flush());
     return int32_t(-1);
   };
-  if (i_ >= n_steps_) return end();
+  if (i_ >= n_steps_) return end(StopReason::length);
   const int64_t V = s_.model().hparams().n_vocab;
   if (cb_.on_logits) cb_.on_logits(logits, V);
   const int32_t id = o_.forced.empty() ? sampler_.sample(logits) : o_.forced[size_t(i_)];
@@ -72,13 +73,11 @@ int32_t TokenLoop::next(const float* logits) {
   std::string text;
   if ((!eog || !o_.forced.empty()) && (cb_.on_text || cb_.on_token)) text = out_.push(tok_.token_to_piece(id, /*special=*/true));
   if ((!eog || !o_.forced.empty()) && cb_.on_text) cb_.on_text(text);
-  if (cb_.on_token && !cb_.on_token(id, text)) return end();
-  if (o_.forced.empty() && eog && !o_.ignore_eos) return end();
-  if (i_ == n_steps_ - 1) return end();
-  if (s_.n_past() >= s_.n_ctx()) {
-    r_.context_full = true;
-    return end();
-  }
+  const bool stops_here = o_.forced.empty() && eog && !o_.ignore_eos;
+  if (cb_.on_token && !cb_.on_token(id, text)) return end(stops_here ? StopReason::end_of_generation : StopReason::callback);
+  if (stops_here) return end(StopReason::end_of_generation);
+  if (i_ == n_steps_ - 1) return end(StopReason::length);
+  if (s_.n_past() >= s_.n_ctx()) return end(StopReason::context_full);
   sampler_.accept(id);
   ++i_;
   return id;

@@ -42,6 +42,10 @@ struct GenerateOptions {
   SamplerParams sampler;
 };
 
+// Why a stream's generation ended: n_predict reached, an end-of-generation token (counted in
+// generated), on_token's false, the context full, or cancelled (graph::Scheduler).
+enum class StopReason { none, length, end_of_generation, callback, context_full, cancelled };
+
 struct GenerateResult {
   std::vector<int32_t> generated;
   int64_t n_prompt = 0;
@@ -49,8 +53,7 @@ struct GenerateResult {
   double prefill_ms = 0, decode_ms = 0;
   int64_t n_image_rows = 0;           // of n_prompt: rows that came from images
   double image_prefill_ms = 0;        // of prefill_ms: spent on the image segments
-  bool context_full = false;
-  bool cancelled = false;             // the session's abort callback stopped it (graph::Scheduler)
+  StopReason stop = StopReason::none;
 };
 
 struct GenerateCallbacks {

@@ -128,7 +128,8 @@ void Scheduler::prefill_one() {
       lg = st.s->decode(part);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::cancelled) throw;
-      st.r.cancelled = st.finished = true;  // this stream only: the others go on
+      st.r.stop = StopReason::cancelled;
+      st.finished = true;  // this stream only: the others go on
       return;
     }
     const double ms = ms_since(t);
@@ -149,7 +150,8 @@ void Scheduler::decode_all() {
   for (auto& st : streams_) {
     if (!st || !st->generating()) continue;
     if (st->s->abort() && st->s->abort()()) {
-      st->r.cancelled = st->finished = true;
+      st->r.stop = StopReason::cancelled;
+      st->finished = true;
       continue;
     }
     st->pending = st->loop->next(st->logits.data());

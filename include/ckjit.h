@@ -330,6 +330,17 @@ CKJIT_API ckjit_status ckjit_batcher_generate(ckjit_batcher* batcher, ckjit_sess
  * 0 for a bad handle. ckjit_timings' n_prompt counts only the rows prefilled. */
 CKJIT_API int64_t ckjit_session_cached_rows(const ckjit_session* session);
 
+/* Why the session's last generation ended (since 0.3.1). */
+typedef enum ckjit_stop_reason {
+  CKJIT_STOP_NONE = 0,              /* no generation yet, or the last call failed before generating */
+  CKJIT_STOP_LENGTH = 1,            /* n_predict tokens were generated */
+  CKJIT_STOP_END_OF_GENERATION = 2, /* an end-of-generation token, the last of the generated ids */
+  CKJIT_STOP_CALLBACK = 3,          /* on_token returned non-zero */
+  CKJIT_STOP_CONTEXT_FULL = 4,      /* the context filled; the tokens so far stand (CKJIT_OK) */
+  CKJIT_STOP_CANCELLED = 5          /* the abort callback (CKJIT_ERR_CANCELLED) */
+} ckjit_stop_reason;
+CKJIT_API ckjit_stop_reason ckjit_session_stop_reason(const ckjit_session* session);  /* NONE for a bad handle */
+
 /* The logits that chose the last generated token (n_vocab floats), or NULL before any; valid until
  * the session's next call. */
 CKJIT_API const float* ckjit_session_logits(const ckjit_session* session, int32_t* n_vocab);

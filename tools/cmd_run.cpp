@@ -352,7 +352,7 @@ int run_main(const std::vector<std::string>& args) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
-  if (res.context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
+  if (res.stop == ckjit::graph::StopReason::context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
   if (ckjit::cli::interrupted()) std::fprintf(stderr, "stopped: interrupted (Ctrl-C) after %zu tokens\n", res.generated.size());
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   if (vision) {

@@ -1044,6 +1044,53 @@ TEST_CASE("api: logit_bias bans and forces tokens, the penalties change greedy p
   ckjit_model_free(m);
 }
 
+TEST_CASE("api: stop_reason says length, end of generation, callback, context full; NONE before and for bad handles") {
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_NONE);
+  CHECK(ckjit_session_stop_reason(nullptr) == CKJIT_STOP_NONE);
+  auto go = [&](ckjit_generate_params gp, size_t* n) {
+    ckjit_session_reset(s);
+    REQUIRE(ckjit_session_add_text(s, "Hello there") == CKJIT_OK);
+    return ckjit_generate(s, &gp, nullptr, 0, n);
+  };
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  gp.n_predict = 3;
+  gp.ignore_eos = 1;
+  size_t n = 0;
+  REQUIRE(go(gp, &n) == CKJIT_OK);
+  CHECK(n == 3);
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_LENGTH);
+  // The end-of-generation token forced first: one token, and it is counted.
+  gp.ignore_eos = 0;
+  ckjit_logit_bias eos{ckjit_token_eos(m), 1000.0f};
+  gp.logit_bias = &eos;
+  gp.n_logit_bias = 1;
+  REQUIRE(go(gp, &n) == CKJIT_OK);
+  CHECK(n == 1);
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_END_OF_GENERATION);
+  gp.logit_bias = nullptr;
+  gp.n_logit_bias = 0;
+  gp.ignore_eos = 1;
+  gp.on_token = [](int32_t, const char*, void*) { return 1; };
+  REQUIRE(go(gp, &n) == CKJIT_OK);
+  CHECK(n == 1);
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_CALLBACK);
+  gp.on_token = nullptr;
+  gp.n_predict = 100000;  // the context (512) fills first
+  REQUIRE(go(gp, &n) == CKJIT_OK);
+  CHECK(n > 400);
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_CONTEXT_FULL);
+  // A call that fails before generating leaves NONE.
+  ckjit_session_reset(s);
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, &n) != CKJIT_OK);  // empty prompt
+  CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_NONE);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
 TEST_CASE("api: the params' defaults are written as far as the caller's struct_size reaches") {
   // An older caller, compiled before cache_prompt: its struct ends there, the byte after is its own.
   struct {
