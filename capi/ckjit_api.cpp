@@ -13,6 +13,7 @@
 #include "pair/generate_together.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
+#include "runtime/image/preprocess.h"
 #include "runtime/tokenizer/chat_template.h"
 
 using namespace ckjit;
@@ -178,6 +179,20 @@ int32_t ckjit_model_n_vocab(const ckjit_model* m) {
 int32_t ckjit_model_has_vision(const ckjit_model* m) {
   if (!m || !capi::live_handle(m, Kind::model)) return 0;
   return m->core->pair->vision() ? 1 : 0;
+}
+
+int64_t ckjit_model_image_rows(const ckjit_model* m, int32_t width, int32_t height, int32_t min_tokens, int32_t max_tokens) {
+  if (!m || !capi::live_handle(m, Kind::model) || width <= 0 || height <= 0 || min_tokens < 0 || max_tokens < 0) return 0;
+  const vision::VisionModel* v = m->core->pair->vision();
+  if (!v) return 0;
+  try {
+    const pair::ContextOptions defaults;
+    const image::PreprocessParams p = v->preprocess_params(min_tokens ? min_tokens : defaults.image_min_tokens,
+                                                           max_tokens ? max_tokens : defaults.image_max_tokens);
+    return image::plan_resize(width, height, p).n_tokens(p.factor());
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 const char* ckjit_model_mmproj_path(const ckjit_model* m) {

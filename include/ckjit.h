@@ -223,6 +223,11 @@ CKJIT_API ckjit_status ckjit_session_add_image(ckjit_session* session, const ckj
 CKJIT_API void ckjit_image_free(ckjit_image* image);
 /* The rows the image takes in a prompt, and the bytes its rows hold; 0 for a bad handle. */
 CKJIT_API int64_t ckjit_image_n_rows(const ckjit_image* image);
+/* The rows an image of width x height would take with these image token limits (0: the defaults,
+ * 8 and 4096), without decoding it: a caller's context check before any work (since 0.3.1). 0 for a
+ * bad handle, a model without vision or a size that is not an image's. */
+CKJIT_API int64_t ckjit_model_image_rows(const ckjit_model* model, int32_t width, int32_t height, int32_t min_tokens,
+                                         int32_t max_tokens);
 CKJIT_API size_t ckjit_image_bytes(const ckjit_image* image);
 
 /* ---- chat (since 0.2) ---- */

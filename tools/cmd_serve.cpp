@@ -2,7 +2,9 @@
 // only reads the flags (llama-server's names where it has one) and starts it.
 #include <boost/program_options.hpp>
 
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include "tools/command.h"
 #include "tools/serve/http_server.h"
@@ -36,18 +38,26 @@ static int serve_main(const std::vector<std::string>& args) {
       ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
       ("max-isa", po::value(&o.max_isa), "cap the instruction set: avx2, avxvnni, avx512, amx")
       ("vision-precision", po::value(&o.vision_precision)->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
+      ("api-key", po::value(&o.api_key), "require 'Authorization: Bearer KEY' on every route but /health (else 401)")
+      ("api-key-file", po::value<std::string>(), "read the API key from the file's first line (keeps it out of the process list)")
+      ("cors", po::value(&o.cors_origin), "answer browsers from this origin (or *) with CORS headers and preflights (default: none)")
       ("no-profile", po::bool_switch(&no_profile), "ignore this machine's tuned profile (ckjit tune)")
       ("help,h", "show this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   if (vm.count("help")) {
     std::cout << "usage: ckjit serve -m MODEL.gguf [--mmproj MMPROJ.gguf] [--host H] [--port P] [--parallel N]\n"
-                 "POST /v1/chat/completions, GET /v1/models, /health, /metrics\n"
+                 "POST /v1/chat/completions, /tokenize, /detokenize; GET /v1/models, /health, /metrics\n"
               << opts;
     return 0;
   }
   po::notify(vm);
   o.use_profile = !no_profile;
+  if (vm.count("api-key-file")) {
+    std::ifstream in(vm["api-key-file"].as<std::string>());
+    if (!in || !std::getline(in, o.api_key) || o.api_key.empty())
+      throw std::runtime_error("--api-key-file: cannot read a key from '" + vm["api-key-file"].as<std::string>() + "'");
+  }
   return ckjit::serve::run_server(o);
 }
 

@@ -429,6 +429,12 @@ TEST_CASE("api: an encoded image handle gives the tokens of add_image_bytes and 
   REQUIRE_MESSAGE(ckjit_image_encode_bytes(s, png.data(), png.size(), &im) == CKJIT_OK, ckjit_session_last_error(s));
   REQUIRE(im != nullptr);
   CHECK(ckjit_image_n_rows(im) == 9);  // 64 x 64 -> the 96 x 96 canvas -> 3 x 3 rows
+  // The same count from the size alone (the default limits), and for other limits and sizes.
+  CHECK(ckjit_model_image_rows(m, 64, 64, 0, 0) == 9);
+  CHECK(ckjit_model_image_rows(m, 64, 64, 16, 0) >= 16);
+  CHECK(ckjit_model_image_rows(m, 4000, 3000, 0, 100) <= 100);
+  CHECK(ckjit_model_image_rows(m, 0, 64, 0, 0) == 0);
+  CHECK(ckjit_model_image_rows(nullptr, 64, 64, 0, 0) == 0);
   CHECK(ckjit_image_bytes(im) == size_t(9) * 256 * 4 * sizeof(float));  // tiny: n_embd 256, 1 + 3 deepstack
   ckjit_timings t;
   ckjit_timings_init(&t);
@@ -1050,6 +1056,7 @@ TEST_CASE("api: stop_reason says length, end of generation, callback, context fu
   REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
   CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_NONE);
   CHECK(ckjit_session_stop_reason(nullptr) == CKJIT_STOP_NONE);
+  CHECK(ckjit_model_image_rows(m, 64, 64, 0, 0) == 0);  // no vision tower
   auto go = [&](ckjit_generate_params gp, size_t* n) {
     ckjit_session_reset(s);
     REQUIRE(ckjit_session_add_text(s, "Hello there") == CKJIT_OK);

@@ -251,7 +251,7 @@ TEST_CASE("serve e2e: text and image completions with the OpenAI shape and the i
   CHECK(s.log().find("stopped") != std::string::npos);
 }
 
-TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish and usage then DONE and stop strings cut the text") {
+TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish, the usage chunk when asked, then DONE and stop strings cut the text") {
   Server s({"--image-cache-mb", "0.05"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   json body = text_body("Stream me", 5, 9);
@@ -260,31 +260,43 @@ TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the 
   REQUIRE(plain->status == 200);
   const json pj = json::parse(plain->body);
   body["stream"] = true;
+  // Without stream_options.include_usage no chunk carries usage (OpenAI's rule).
+  auto quiet = post(s, body);
+  REQUIRE(quiet);
+  REQUIRE(quiet->status == 200);
+  for (const std::string& e : sse_events(quiet->body))
+    if (e != "[DONE]") CHECK_FALSE(json::parse(e).contains("usage"));
+  body["stream_options"] = {{"include_usage", true}};
   auto r = post(s, body);
   REQUIRE(r);
   INFO(r->body);
   REQUIRE(r->status == 200);
   CHECK(r->get_header_value("Content-Type").rfind("text/event-stream", 0) == 0);
   const std::vector<std::string> ev = sse_events(r->body);
-  REQUIRE(ev.size() >= 3);
+  REQUIRE(ev.size() >= 4);
   CHECK(ev.back() == "[DONE]");
   std::string text, id;
-  for (size_t i = 0; i + 1 < ev.size(); ++i) {
+  for (size_t i = 0; i + 2 < ev.size(); ++i) {
     const json c = json::parse(ev[i]);
     CHECK(c["object"] == "chat.completion.chunk");
     CHECK(c["choices"][0]["index"] == 0);
+    CHECK_FALSE(c.contains("usage"));
     if (i == 0) {
       id = c["id"];
       CHECK(c["choices"][0]["delta"]["role"] == "assistant");
     }
     CHECK(c["id"] == id);
     if (c["choices"][0]["delta"].contains("content")) text += c["choices"][0]["delta"]["content"].get<std::string>();
-    if (i + 2 < ev.size()) CHECK(c["choices"][0]["finish_reason"].is_null());
+    if (i + 3 < ev.size()) CHECK(c["choices"][0]["finish_reason"].is_null());
   }
-  const json last = json::parse(ev[ev.size() - 2]);
+  const json last = json::parse(ev[ev.size() - 3]);
   CHECK(last["choices"][0]["finish_reason"] == pj["choices"][0]["finish_reason"]);
-  CHECK(last["usage"]["prompt_tokens"] == pj["usage"]["prompt_tokens"]);
-  CHECK(last["usage"]["completion_tokens"] == pj["usage"]["completion_tokens"]);
+  // The usage-only chunk: empty choices, the non-streamed answer's counts.
+  const json usage = json::parse(ev[ev.size() - 2]);
+  CHECK(usage["id"] == id);
+  CHECK(usage["choices"].empty());
+  CHECK(usage["usage"]["prompt_tokens"] == pj["usage"]["prompt_tokens"]);
+  CHECK(usage["usage"]["completion_tokens"] == pj["usage"]["completion_tokens"]);
   // The streamed pieces join into the non-streamed text (same seed).
   CHECK(text == pj["choices"][0]["message"]["content"]);
 
@@ -459,6 +471,137 @@ TEST_CASE("serve e2e: limits and malformed requests get 4xx OpenAI errors and th
   CHECK(s.process().stop() == 0);
 }
 
+TEST_CASE("serve e2e: every field is honoured or refused by name, and finish_reason and completion_tokens say how the answer ended") {
+  Server s({"-c", "96"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  // Unknown and unimplemented fields: a 400 that names them, before anything runs.
+  for (const char* key : {"frobnicate", "tools", "functions", "top_logprobs", "audio", "store"}) {
+    json b = text_body("hi");
+    b[key] = json::array({1});
+    auto r = post(s, b);
+    check_error(r, 400, std::string(key) == "frobnicate" ? "unknown_parameter" : "unsupported_parameter");
+    if (r) CHECK(r->body.find(key) != std::string::npos);
+  }
+  json b = text_body("hi");
+  b["n"] = 2;
+  check_error(post(s, b), 400, "unsupported_parameter");
+  b["n"] = 1;  // one choice is what ckjit gives
+  b["logprobs"] = false;
+  b["user"] = "someone";
+  b["tools"] = nullptr;  // null: not set
+  b["response_format"] = {{"type", "text"}};
+  auto fine = post(s, b);
+  REQUIRE(fine);
+  CHECK(fine->status == 200);
+  b["logprobs"] = true;
+  check_error(post(s, b), 400, "unsupported_parameter");
+  b.erase("logprobs");
+  b["response_format"] = {{"type", "json_object"}};
+  check_error(post(s, b), 400, "unsupported_parameter");
+  b.erase("response_format");
+  b["messages"][0]["name"] = "bob";
+  check_error(post(s, b), 400, "unsupported_parameter");
+  b["messages"][0].erase("name");
+  b["logit_bias"] = {{"999999999", 5}};
+  check_error(post(s, b), 400, "invalid_request");
+  b["logit_bias"] = {{"12", 101}};
+  check_error(post(s, b), 400, "invalid_request");
+  json so = text_body("hi");
+  so["stream_options"] = {{"include_usage", true}};  // without stream: true
+  check_error(post(s, so), 400, "invalid_request");
+
+  // The developer role is the system message.
+  json dev = text_body("hi", 3, 4), sys = text_body("hi", 3, 4);
+  dev["messages"] = {{{"role", "developer"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}};
+  sys["messages"] = {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}};
+  auto rd = post(s, dev), rs = post(s, sys);
+  REQUIRE(rd);
+  REQUIRE(rs);
+  CHECK(rd->status == 200);
+  CHECK(json::parse(rd->body)["choices"][0]["message"]["content"] == json::parse(rs->body)["choices"][0]["message"]["content"]);
+
+  // The end-of-generation token forced first (logit_bias +100, as OpenAI's "exclusive selection"):
+  // finish "stop", no text, and it is not counted.
+  auto eos = [&]() {
+    auto c = s.client();
+    auto r = c->Post("/tokenize", json{{"content", "<|im_end|>"}, {"add_special", false}, {"parse_special", true}}.dump(), "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    return json::parse(r->body)["tokens"][0].get<int>();
+  }();
+  json e = text_body("hi", 8);
+  e["logit_bias"] = {{std::to_string(eos), 100}};
+  auto re = post(s, e);
+  REQUIRE(re);
+  REQUIRE(re->status == 200);
+  const json je = json::parse(re->body);
+  CHECK(je["choices"][0]["finish_reason"] == "stop");
+  CHECK(je["choices"][0]["message"]["content"] == "");
+  CHECK(je["usage"]["completion_tokens"] == 0);
+  // max_tokens reached: "length" with max_tokens counted.
+  json l = text_body("hi", 5);
+  l["ignore_eos"] = true;
+  auto rl = post(s, l);
+  REQUIRE(rl);
+  const json jl = json::parse(rl->body);
+  CHECK(jl["choices"][0]["finish_reason"] == "length");
+  CHECK(jl["usage"]["completion_tokens"] == 5);
+  // The 96-token context fills mid-answer: "length" too, with what was generated.
+  json full = text_body("hi", 200);
+  full["ignore_eos"] = true;
+  auto rf = post(s, full);
+  REQUIRE(rf);
+  REQUIRE(rf->status == 200);
+  const json jf = json::parse(rf->body);
+  CHECK(jf["choices"][0]["finish_reason"] == "length");
+  CHECK(jf["usage"]["completion_tokens"].get<int>() < 96);
+  CHECK(jf["usage"]["completion_tokens"].get<int>() > 50);
+  CHECK(s.process().stop() == 0);
+}
+
+TEST_CASE("serve e2e: /tokenize and /detokenize round trip; --api-key guards every route but /health; --cors answers preflights") {
+  Server s({"--api-key", "sekrit", "--cors", "https://app.example"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  auto c = s.client();
+  check_error(c->Get("/v1/models"), 401, "invalid_api_key");
+  check_error(post(s, text_body("hi")), 401, "invalid_api_key");
+  httplib::Headers wrong = {{"Authorization", "Bearer sekriT"}};
+  check_error(c->Get("/v1/models", wrong), 401, "invalid_api_key");
+  auto health = c->Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(health->get_header_value("Access-Control-Allow-Origin") == "https://app.example");
+  auto pre = c->Options("/v1/chat/completions");
+  REQUIRE(pre);
+  CHECK(pre->status == 204);
+  CHECK(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization") != std::string::npos);
+  c->set_bearer_token_auth("sekrit");
+  auto models = c->Get("/v1/models");
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  auto tok = c->Post("/tokenize", json{{"content", "Hello world<|im_end|>"}, {"with_pieces", true}}.dump(), "application/json");
+  REQUIRE(tok);
+  REQUIRE(tok->status == 200);
+  const json tj = json::parse(tok->body);
+  REQUIRE(tj["tokens"].size() >= 3);
+  std::string joined;
+  json ids = json::array();
+  for (const json& t : tj["tokens"]) joined += t["piece"].get<std::string>(), ids.push_back(t["id"]);
+  CHECK(joined == "Hello world<|im_end|>");
+  // parse_special false: the marker is plain text, more tokens.
+  auto plain = c->Post("/tokenize", json{{"content", "Hello world<|im_end|>"}, {"parse_special", false}}.dump(), "application/json");
+  REQUIRE(plain);
+  CHECK(json::parse(plain->body)["tokens"].size() > tj["tokens"].size());
+  auto det = c->Post("/detokenize", json{{"tokens", ids}}.dump(), "application/json");
+  REQUIRE(det);
+  REQUIRE(det->status == 200);
+  CHECK(json::parse(det->body)["content"] == "Hello world<|im_end|>");
+  check_error(c->Post("/detokenize", json{{"tokens", {-1}}}.dump(), "application/json"), 400, "invalid_request");
+  check_error(c->Post("/tokenize", json{{"text", "x"}}.dump(), "application/json"), 400, "unknown_parameter");
+  check_error(c->Post("/tokenize", "nope", "application/json"), 400, "invalid_json");
+  CHECK(s.process().stop() == 0);
+}
+
 TEST_CASE("serve e2e: SIGINT stops a server with a request in flight and exit status 0") {
   Server s({"-c", "4096", "--max-tokens-limit", "3000"});
   REQUIRE_MESSAGE(s.ok(), s.log());
@@ -467,15 +610,10 @@ TEST_CASE("serve e2e: SIGINT stops a server with a request in flight and exit st
   auto f = std::async(std::launch::async, [&] { return post(s, b); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(s.process().stop(SIGINT) == 0);
-  // Answered (cut short: the generation stopped at the signal) or the connection closed; no hang.
+  // A generation the signal cut short is no finished answer: 503 shutting_down (or the connection
+  // closed); no hang, and never a 200 that looks complete.
   auto r = f.get();
-  if (r) {
-    CHECK(r->status == 200);
-    const json j = json::parse(r->body, nullptr, false);
-    REQUIRE(j.is_object());
-    MESSAGE("tokens before the signal stopped it: " << j["usage"]["completion_tokens"]);
-    CHECK(j["usage"]["completion_tokens"].get<int>() < 3000);
-  }
+  if (r) check_error(r, 503, "shutting_down");
 }
 
 }  // TEST_SUITE

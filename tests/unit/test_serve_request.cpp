@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "tests/unit/serve_test_util.h"
 #include "tools/serve/image_cache.h"
@@ -49,7 +51,9 @@ TEST_CASE("serve request: string and part contents and sampling fields parse int
                           {{"type", "text"}, {"text", " and "}}, {{"type", "image_url"}, {"image_url", png}}}}},
                        {{"role", "assistant"}, {"content", "ok"}}}},
                      {"temperature", 0.5}, {"top_p", 0.9}, {"max_tokens", 7}, {"seed", 42}, {"stop", {"\n", "END"}}, {"stream", true},
-                     {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true}};
+                     {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true}, {"top_k", 5}, {"min_p", 0.2},
+                     {"presence_penalty", 0.5}, {"frequency_penalty", -0.25}, {"repeat_penalty", 1.1}, {"repeat_last_n", 32},
+                     {"logit_bias", {{"12", -100}, {"7", 2.5}}}};
   const ChatRequest r = parse_chat_request(body.dump(), {});
   REQUIRE(r.model);
   CHECK(*r.model == "tiny");
@@ -69,6 +73,16 @@ TEST_CASE("serve request: string and part contents and sampling fields parse int
   CHECK(r.stream);
   CHECK(r.include_usage);
   CHECK(r.ignore_eos);
+  CHECK(r.top_k == 5);
+  CHECK(r.min_p == doctest::Approx(0.2));
+  CHECK(r.presence_penalty == doctest::Approx(0.5));
+  CHECK(r.frequency_penalty == doctest::Approx(-0.25));
+  CHECK(r.repeat_penalty == doctest::Approx(1.1));
+  CHECK(r.repeat_last_n == 32);
+  CHECK(r.logit_bias == std::vector<std::pair<int32_t, float>>{{12, -100.0f}, {7, 2.5f}});
+  // llama-server's array form of logit_bias.
+  CHECK(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":[[3,1.5]]})", {}).logit_bias ==
+        std::vector<std::pair<int32_t, float>>{{3, 1.5f}});
 
   RequestLimits lim;
   lim.default_max_tokens = 33;
@@ -78,6 +92,36 @@ TEST_CASE("serve request: string and part contents and sampling fields parse int
   CHECK(d.stop == std::vector<std::string>{"X"});
   CHECK_FALSE(d.stream);
   CHECK_FALSE(d.seed);
+  // The defaults, visible (llama-server's).
+  CHECK(d.temperature == doctest::Approx(0.8));
+  CHECK(d.top_k == 40);
+  CHECK(d.top_p == doctest::Approx(0.95));
+  CHECK(d.min_p == doctest::Approx(0.05));
+  CHECK(d.logit_bias.empty());
+}
+
+TEST_CASE("serve request: tools/serve/README.md's field table says of every field what the parser does") {
+  std::ifstream in(std::string(CKJIT_SOURCE_DIR) + "/tools/serve/README.md");
+  REQUIRE(in);
+  std::map<std::string, std::string> table;  // field -> honoured / refused
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const size_t end = line.find('`', 3);
+    const size_t bar = line.find('|', end);
+    const size_t bar2 = line.find('|', bar + 1);
+    if (end == std::string::npos || bar2 == std::string::npos) continue;
+    std::string what = line.substr(bar + 1, bar2 - bar - 1);
+    std::erase(what, ' ');
+    if (what == "honoured" || what == "refused") table[line.substr(3, end - 3)] = what;
+  }
+  size_t n = 0;
+  for (const FieldRule& f : chat_request_fields()) {
+    CAPTURE(f.name);
+    REQUIRE(table.count(f.name) == 1);
+    CHECK(table[f.name] == (f.refused ? "refused" : "honoured"));
+    ++n;
+  }
+  CHECK(table.size() == n);  // and no row for a field the parser does not know
 }
 
 TEST_CASE("serve request: malformed bodies and bad fields are 400 with a code") {
@@ -100,6 +144,22 @@ TEST_CASE("serve request: malformed bodies and bad fields are 400 with a code") 
   CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})").status == 400);
   CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})").status == 400);
   CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"seed":"s"})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_k":-1})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"min_p":1})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":3})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"a":1}})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":[[1]]})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}})").status == 400);
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"extra":1}})").code == "unsupported_parameter");
+  // Every documented field is either honoured or refused by name; anything else is unknown.
+  for (const FieldRule& f : chat_request_fields()) {
+    const std::string b = std::string(R"({"messages":[{"role":"user","content":"x"}],")") + f.name + R"(":{"x":1}})";
+    const HttpError e = error_of(b);
+    if (f.refused) CHECK_MESSAGE(e.code == "unsupported_parameter", f.name);
+    else if (std::string(f.name) != "stream_options") CHECK_MESSAGE(e.code != "unsupported_parameter", f.name);  // (its "x" is)
+    CHECK_MESSAGE(e.code != "unknown_parameter", f.name);
+  }
+  CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"temprature":1})").code == "unknown_parameter");
   RequestLimits lim;
   lim.max_tokens_limit = 100;
   const HttpError over = error_of(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":101})", lim);

@@ -115,6 +115,16 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   gp.n_predict = r.max_tokens;
   gp.temp = r.temperature;
   gp.top_p = r.top_p;
+  gp.top_k = r.top_k;
+  gp.min_p = r.min_p;
+  gp.repeat_penalty = r.repeat_penalty;
+  gp.repeat_last_n = r.repeat_last_n;
+  gp.frequency_penalty = r.frequency_penalty;
+  gp.presence_penalty = r.presence_penalty;
+  std::vector<ckjit_logit_bias> bias;
+  for (const auto& [id, b] : r.logit_bias) bias.push_back({id, b});
+  gp.logit_bias = bias.data();
+  gp.n_logit_bias = bias.size();
   gp.ignore_eos = r.ignore_eos ? 1 : 0;
   gp.seed = r.seed ? *r.seed : std::random_device{}();
   gp.on_token = on_token;
@@ -134,7 +144,13 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   st.metrics.phases(t.encode_ms / 1e3, t.prefill_ms / 1e3, t.decode_ms / 1e3);
   if (gs == CKJIT_ERR_CONTEXT_FULL)
     throw HttpError(400, "invalid_request_error", "context_length_exceeded", ckjit_session_last_error(s));
+  if (gs == CKJIT_ERR_INVALID_ARGUMENT) throw HttpError(400, "invalid_request_error", "invalid_request", ckjit_session_last_error(s));
   if (gs != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+  const ckjit_stop_reason why = ckjit_session_stop_reason(s);
+  // A shutdown that cut the answer short is not a finished answer: the client gets an error (a
+  // streamed one after the text it already has) and may ask again elsewhere.
+  if (why == CKJIT_STOP_CALLBACK && st.stopping && !sink.stop.hit() && !sink.gone)
+    throw HttpError(503, "server_error", "shutting_down", "the server shut down during the generation");
   Outcome o;
   if (!sink.stop.hit()) {
     const std::string rest = sink.stop.flush();
@@ -145,9 +161,12 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   }
   o.content = std::move(sink.content);
   o.client_gone = sink.gone;
-  o.finish = sink.stop.hit() || int(n) < r.max_tokens ? "stop" : "length";
+  // "length": max_tokens or the context ran out; "stop": the end-of-generation token or a stop string.
+  o.finish = why == CKJIT_STOP_LENGTH || why == CKJIT_STOP_CONTEXT_FULL ? "length" : "stop";
   const int64_t cached = ckjit_session_cached_rows(s);
-  o.usage = {t.n_prompt + cached, int64_t(n), cached};
+  // The end-of-generation token is not part of the answer (nor counted in it).
+  const int64_t completion = int64_t(n) - (why == CKJIT_STOP_END_OF_GENERATION ? 1 : 0);
+  o.usage = {t.n_prompt + cached, completion, cached};
   st.metrics.tokens(o.usage.prompt_tokens, o.usage.completion_tokens);
   return o;
 }
@@ -200,7 +219,8 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_p
     try {
       const Outcome o = complete(st, lease, *r, *rr, emit);
       if (o.client_gone) return false;
-      tail = sse(chunk_json(id, std::nullopt, false, o.finish, o.usage));
+      tail = sse(chunk_json(id, std::nullopt, false, o.finish));
+      if (r->include_usage) tail += sse(usage_chunk_json(id, o.usage));  // OpenAI's usage-only last chunk
     } catch (const HttpError& e) {
       tail = sse(error_json(e.what(), e.type, e.code));
     } catch (const std::exception& e) {
@@ -227,12 +247,25 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     if (!r->images.empty() && !ckjit_model_has_vision(st.model))
       throw HttpError(400, "invalid_request_error", "no_vision", "this server was started without --mmproj: it cannot read images");
     const std::string prompt = render(st, *r);
-    // The text's tokens (markers count a few each, so this errs high), before waiting in line.
+    // The text's tokens (markers count a few each, so this errs high) and the images' rows from
+    // their header sizes, before waiting in line or streaming anything.
     size_t n_text = 0;
     ckjit_tokenize(st.model, prompt.c_str(), 1, nullptr, 0, &n_text);
-    if (int64_t(n_text) >= st.n_ctx)
+    int64_t n_image_rows = 0;
+    for (const std::string& bytes : r->images) {
+      int32_t w = 0, h = 0;
+      if (ckjit_image_info(bytes.data(), bytes.size(), &w, &h) == CKJIT_OK)
+        n_image_rows += ckjit_model_image_rows(st.model, w, h, st.image_min_tokens, st.image_max_tokens);
+    }
+    if (int64_t(n_text) + n_image_rows >= st.n_ctx)
       throw HttpError(400, "invalid_request_error", "context_length_exceeded",
-                      "the prompt is " + std::to_string(n_text) + " tokens; the context (-c) is " + std::to_string(st.n_ctx));
+                      "the prompt is " + std::to_string(int64_t(n_text) + n_image_rows) + " tokens (" + std::to_string(n_image_rows) +
+                          " of them image rows); the context (-c) is " + std::to_string(st.n_ctx));
+    const int32_t n_vocab = ckjit_model_n_vocab(st.model);
+    for (const auto& [id, bias] : r->logit_bias)
+      if (id >= n_vocab)
+        throw HttpError(400, "invalid_request_error", "invalid_request",
+                        "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     PeerWatch watch(req.remote_port, req.local_port);
     auto rr = std::make_shared<const RenderedRequest>(render_request(st, *r, prompt));
     if (r->stream) return stream(st, r, rr, res, watch);

@@ -13,6 +13,7 @@
 
 #include "tools/serve/chat_completion.h"
 #include "tools/serve/openai_response.h"
+#include "tools/serve/token_routes.h"
 
 namespace ckjit::serve {
 
@@ -66,8 +67,45 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
 
 void json_reply(httplib::Response& res, const nlohmann::json& j) { res.set_content(j.dump(), "application/json"); }
 
+// Compares in time independent of where the strings differ (an API key is a secret).
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+// --api-key (401 with an OpenAI body unless the Bearer token matches; /health and CORS preflights
+// stay open) and --cors (headers on every answer, 204 to preflights).
+void access_rules(httplib::Server& svr, const ServerState& st) {
+  svr.set_pre_routing_handler([&st](const httplib::Request& q, httplib::Response& r) {
+    if (q.method == "OPTIONS" && !st.opt.cors_origin.empty()) {
+      r.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (st.opt.api_key.empty() || q.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = q.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), st.opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    r.status = 401;
+    r.set_header("WWW-Authenticate", "Bearer");
+    r.set_content(error_json(auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key provided",
+                             "invalid_request_error", "invalid_api_key").dump(),
+                  "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  if (st.opt.cors_origin.empty()) return;
+  svr.set_post_routing_handler([&st](const httplib::Request&, httplib::Response& r) {
+    r.set_header("Access-Control-Allow-Origin", st.opt.cors_origin);
+    r.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    r.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    if (st.opt.cors_origin != "*") r.set_header("Vary", "Origin");
+  });
+}
+
 void routes(httplib::Server& svr, ServerState& st, int64_t started) {
+  access_rules(svr, st);
   svr.Post("/v1/chat/completions", [&st](const httplib::Request& q, httplib::Response& r) { handle_chat_completion(st, q, r); });
+  svr.Post("/tokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_tokenize(st, q, r); });
+  svr.Post("/detokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_detokenize(st, q, r); });
   svr.Get("/v1/models", [&st, started](const httplib::Request&, httplib::Response& r) { json_reply(r, models_json(st.model_name, started)); });
   svr.Get("/health", [](const httplib::Request&, httplib::Response& r) { json_reply(r, {{"status", "ok"}}); });
   svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& r) {

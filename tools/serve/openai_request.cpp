@@ -130,27 +130,120 @@ std::string resolve_image_url(std::string_view url, const RequestLimits& limits)
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+const std::vector<FieldRule>& chat_request_fields() {
+  static const std::vector<FieldRule> fields = {
+      {"model", nullptr}, {"messages", nullptr}, {"temperature", nullptr}, {"top_p", nullptr}, {"top_k", nullptr},
+      {"min_p", nullptr}, {"max_tokens", nullptr}, {"max_completion_tokens", nullptr}, {"seed", nullptr}, {"stop", nullptr},
+      {"stream", nullptr}, {"stream_options", nullptr}, {"presence_penalty", nullptr}, {"frequency_penalty", nullptr},
+      {"repeat_penalty", nullptr}, {"repeat_last_n", nullptr}, {"logit_bias", nullptr}, {"n", nullptr},
+      {"logprobs", nullptr}, {"response_format", nullptr}, {"user", nullptr}, {"cache_prompt", nullptr},
+      {"ignore_eos", nullptr},
+      {"tools", "tool calling is not supported"}, {"tool_choice", "tool calling is not supported"},
+      {"parallel_tool_calls", "tool calling is not supported"}, {"functions", "function calling is not supported"},
+      {"function_call", "function calling is not supported"}, {"top_logprobs", "log probabilities are not supported"},
+      {"audio", "audio output is not supported"}, {"modalities", "ckjit answers with text only; omit 'modalities'"},
+      {"prediction", "predicted outputs are not supported"}, {"reasoning_effort", "the model has no reasoning settings"},
+      {"verbosity", "the model has no verbosity setting"}, {"web_search_options", "web search is not supported"},
+      {"store", "stored completions are not supported"}, {"metadata", "stored completions are not supported"},
+      {"service_tier", "there are no service tiers"}, {"prompt_cache_key", "use 'cache_prompt' (prefix reuse is automatic)"},
+      {"safety_identifier", "not supported"}};
+  return fields;
+}
+
+namespace {
+
+const FieldRule* rule_of(const std::string& key) {
+  for (const FieldRule& f : chat_request_fields())
+    if (key == f.name) return &f;
+  return nullptr;
+}
+
+bool given(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
+
+bool boolean(const json& j, const char* key) {
+  if (!j[key].is_boolean()) bad(std::string("'") + key + "' must be a boolean");
+  return j[key].get<bool>();
+}
+
+int64_t integer(const json& j, const char* key, int64_t lo, int64_t hi) {
+  if (!j[key].is_number_integer()) bad(std::string("'") + key + "' must be an integer");
+  const int64_t v = j[key].get<int64_t>();
+  if (v < lo || v > hi) bad(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+// OpenAI's object {"token id": bias} or llama-server's [[id, bias], ...]; bias in [-100, 100].
+std::vector<std::pair<int32_t, float>> logit_bias_of(const json& lb) {
+  std::vector<std::pair<int32_t, float>> out;
+  auto add = [&](const std::string& id_text, const json& bias) {
+    if (id_text.empty() || id_text.size() > 9 || id_text.find_first_not_of("0123456789") != std::string::npos)
+      bad("'logit_bias' keys must be token ids (decimal), not '" + id_text + "'");
+    out.emplace_back(int32_t(std::stol(id_text)), float(number(bias, "logit_bias value", -100, 100)));
+  };
+  if (lb.is_object()) {
+    for (auto it = lb.begin(); it != lb.end(); ++it) add(it.key(), it.value());
+  } else if (lb.is_array()) {
+    for (const json& e : lb) {
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer()) bad("'logit_bias' as an array holds [token id, bias] pairs");
+      add(std::to_string(e[0].get<int64_t>()), e[1]);
+    }
+  } else {
+    bad("'logit_bias' must be an object of token id to bias");
+  }
+  if (out.size() > 1024) bad("'logit_bias' holds more than 1024 entries");
+  return out;
+}
+
+}  // namespace
+
 ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits) {
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) bad("the body is not valid JSON", "invalid_json");
   if (!j.is_object()) bad("the body must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const FieldRule* f = rule_of(it.key());
+    if (!f) bad("unrecognized request argument supplied: '" + it.key() + "'", "unknown_parameter");
+    if (f->refused && !it.value().is_null()) bad("'" + it.key() + "': " + f->refused, "unsupported_parameter");
+  }
   ChatRequest r;
-  if (j.contains("model") && !j["model"].is_null()) {
+  if (given(j, "model")) {
     if (!j["model"].is_string()) bad("'model' must be a string");
     r.model = j["model"].get<std::string>();
   }
   if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty()) bad("'messages' must be a non-empty array");
   for (const json& m : j["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) bad("each message needs a string 'role'");
-    const std::string role = m["role"].get<std::string>();
+    for (auto it = m.begin(); it != m.end(); ++it)
+      if (it.key() != "role" && it.key() != "content" && !it.value().is_null())
+        bad("message field '" + it.key() + "' is not supported (messages take 'role' and 'content')", "unsupported_parameter");
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
     if (role != "system" && role != "user" && role != "assistant") bad("unsupported role '" + role + "'");
     r.messages.push_back({role, content_of(m.contains("content") ? m["content"] : json(), r, limits)});
   }
-  if (j.contains("temperature") && !j["temperature"].is_null()) r.temperature = float(number(j["temperature"], "temperature", 0, 2));
-  if (j.contains("top_p") && !j["top_p"].is_null()) r.top_p = float(number(j["top_p"], "top_p", 0, 1));
+  if (given(j, "temperature")) r.temperature = float(number(j["temperature"], "temperature", 0, 2));
+  if (given(j, "top_p")) r.top_p = float(number(j["top_p"], "top_p", 0, 1));
+  if (given(j, "min_p")) r.min_p = float(number(j["min_p"], "min_p", 0, 0.999));
+  if (given(j, "top_k")) r.top_k = int(integer(j, "top_k", 0, 1 << 20));
+  if (given(j, "presence_penalty")) r.presence_penalty = float(number(j["presence_penalty"], "presence_penalty", -2, 2));
+  if (given(j, "frequency_penalty")) r.frequency_penalty = float(number(j["frequency_penalty"], "frequency_penalty", -2, 2));
+  if (given(j, "repeat_penalty")) r.repeat_penalty = float(number(j["repeat_penalty"], "repeat_penalty", 0.001, 100));
+  if (given(j, "repeat_last_n")) r.repeat_last_n = int(integer(j, "repeat_last_n", 0, 1 << 16));
+  if (given(j, "logit_bias")) r.logit_bias = logit_bias_of(j["logit_bias"]);
+  if (given(j, "n") && integer(j, "n", 1, 128) != 1) bad("'n' > 1 (several choices) is not supported; send n requests", "unsupported_parameter");
+  if (given(j, "logprobs") && boolean(j, "logprobs")) bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
+  if (given(j, "user") && !j["user"].is_string()) bad("'user' must be a string");
+  if (given(j, "response_format")) {
+    const json& rf = j["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object" || type == "json_schema")
+      bad("'response_format' " + type + ": structured output is not supported yet", "unsupported_parameter");
+    if (type != "text") bad("unknown 'response_format' type '" + type + "'");
+  }
   r.max_tokens = limits.default_max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    if (!j.contains(key) || j[key].is_null()) continue;
+    if (!given(j, key)) continue;
     if (!j[key].is_number_integer()) bad(std::string("'") + key + "' must be an integer");
     const int64_t v = j[key].get<int64_t>();
     if (v < 1) bad(std::string("'") + key + "' must be at least 1");
@@ -159,11 +252,11 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
           "max_tokens_too_large");
     r.max_tokens = int(v);
   }
-  if (j.contains("seed") && !j["seed"].is_null()) {
+  if (given(j, "seed")) {
     if (!j["seed"].is_number_integer()) bad("'seed' must be an integer");
     r.seed = j["seed"].is_number_unsigned() ? j["seed"].get<uint64_t>() : uint64_t(j["seed"].get<int64_t>());
   }
-  if (j.contains("stop") && !j["stop"].is_null()) {
+  if (given(j, "stop")) {
     const json& s = j["stop"];
     if (s.is_string()) r.stop.push_back(s.get<std::string>());
     else if (s.is_array()) {
@@ -175,20 +268,17 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
     if (r.stop.size() > 8) bad("at most 8 stop strings");
     std::erase(r.stop, std::string());
   }
-  if (j.contains("stream") && !j["stream"].is_null()) {
-    if (!j["stream"].is_boolean()) bad("'stream' must be a boolean");
-    r.stream = j["stream"].get<bool>();
+  if (given(j, "stream")) r.stream = boolean(j, "stream");
+  if (given(j, "cache_prompt")) r.cache_prompt = boolean(j, "cache_prompt");
+  if (given(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
+  if (given(j, "stream_options")) {
+    const json& so = j["stream_options"];
+    if (!so.is_object()) bad("'stream_options' must be an object");
+    for (auto it = so.begin(); it != so.end(); ++it)
+      if (it.key() != "include_usage") bad("'stream_options." + it.key() + "' is not supported", "unsupported_parameter");
+    if (!r.stream) bad("'stream_options' applies to stream: true only");
+    if (given(so, "include_usage")) r.include_usage = boolean(so, "include_usage");
   }
-  if (j.contains("cache_prompt") && !j["cache_prompt"].is_null()) {
-    if (!j["cache_prompt"].is_boolean()) bad("'cache_prompt' must be a boolean");
-    r.cache_prompt = j["cache_prompt"].get<bool>();
-  }
-  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
-    if (!j["ignore_eos"].is_boolean()) bad("'ignore_eos' must be a boolean");
-    r.ignore_eos = j["ignore_eos"].get<bool>();
-  }
-  if (j.contains("stream_options") && j["stream_options"].is_object() && j["stream_options"].contains("include_usage"))
-    r.include_usage = j["stream_options"]["include_usage"].is_boolean() && j["stream_options"]["include_usage"].get<bool>();
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ckjit::serve {
@@ -18,15 +19,20 @@ struct HttpError : std::runtime_error {
 };
 
 struct ChatMessage {
-  std::string role;     // system, user, assistant
+  std::string role;     // system (also the request's "developer"), user, assistant
   std::string content;  // text parts joined; "<__media__>" where each image goes
 };
 
+// Sampling defaults are llama-server's (tools/serve/README.md lists every field).
 struct ChatRequest {
   std::optional<std::string> model;
   std::vector<ChatMessage> messages;
   std::vector<std::string> images;  // image bytes, in marker order
-  float temperature = 0.8f, top_p = 0.95f;
+  float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f;
+  int top_k = 40;
+  float repeat_penalty = 1.0f, frequency_penalty = 0.0f, presence_penalty = 0.0f;
+  int repeat_last_n = 64;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
   int max_tokens = 0;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
@@ -46,7 +52,16 @@ struct RequestLimits {
 
 // Parses body (JSON) against the limits; images are resolved (data: URIs decoded, local files read
 // when allowed) and their header dimensions checked against max_image_pixels before any decoding.
+// Every field is honoured or refused: an unknown field, or one ckjit does not implement (tools,
+// n > 1, logprobs, ...), is a 400 naming it, never silently ignored.
 ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits);
+
+// The request fields and what ckjit does with each, for the README's table and the errors.
+struct FieldRule {
+  const char* name;
+  const char* refused;  // nullptr: honoured; else why a request carrying it (non-null) gets a 400
+};
+const std::vector<FieldRule>& chat_request_fields();
 
 // RFC 4648 base64 (whitespace ignored); throws HttpError 400 on anything else.
 std::string decode_base64(std::string_view text);

@@ -47,6 +47,11 @@ json chunk_json(const CompletionId& c, const std::optional<std::string>& content
   return j;
 }
 
+json usage_chunk_json(const CompletionId& c, const Usage& u) {
+  return {{"id", c.id}, {"object", "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
+          {"choices", json::array()}, {"usage", usage_json(u)}};
+}
+
 json models_json(const std::string& model, int64_t created) {
   return {{"object", "list"},
           {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ckjit"}}})}};

@@ -27,6 +27,8 @@ nlohmann::json completion_json(const CompletionId& c, const std::string& content
 // A streamed piece: the first carries the role, the last the finish reason; usage only when given.
 nlohmann::json chunk_json(const CompletionId& c, const std::optional<std::string>& content, bool with_role,
                           const std::optional<std::string>& finish_reason, const std::optional<Usage>& usage = std::nullopt);
+// stream_options.include_usage: the stream's last chunk before [DONE], empty choices and the usage.
+nlohmann::json usage_chunk_json(const CompletionId& c, const Usage& u);
 nlohmann::json models_json(const std::string& model, int64_t created);
 nlohmann::json error_json(const std::string& message, const std::string& type, const std::string& code);
 // The error type OpenAI uses for an HTTP status.

@@ -26,6 +26,8 @@ struct ServerOptions {
   bool use_profile = true;
   std::string max_isa;
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
+  std::string api_key;      // non-empty: Bearer authentication on every route but /health
+  std::string cors_origin;  // non-empty: CORS headers for this origin ("*": any)
   RequestLimits limits;
 };
 
