@@ -180,6 +180,11 @@ TEST_CASE("serve e2e: text and image completions with the OpenAI shape and the i
   auto models = s.client()->Get("/v1/models");
   REQUIRE(models);
   CHECK(json::parse(models->body)["data"][0]["id"] == "tiny-test");
+  // The context, vocabulary and modalities as llama-server's "meta" (this server has the mmproj).
+  const json meta = json::parse(models->body)["data"][0]["meta"];
+  CHECK(meta["n_ctx"].get<int>() > 0);
+  CHECK(meta["n_vocab"].get<int>() > 1000);
+  CHECK(meta["modalities"] == json::array({"text", "image"}));
 
   auto r = post(s, text_body("Hello there", 4));
   REQUIRE(r);

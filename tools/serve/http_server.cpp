@@ -106,7 +106,10 @@ void routes(httplib::Server& svr, ServerState& st, int64_t started) {
   svr.Post("/v1/chat/completions", [&st](const httplib::Request& q, httplib::Response& r) { handle_chat_completion(st, q, r); });
   svr.Post("/tokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_tokenize(st, q, r); });
   svr.Post("/detokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_detokenize(st, q, r); });
-  svr.Get("/v1/models", [&st, started](const httplib::Request&, httplib::Response& r) { json_reply(r, models_json(st.model_name, started)); });
+  svr.Get("/v1/models", [&st, started](const httplib::Request&, httplib::Response& r) {
+    const ModelMeta meta{st.n_ctx, ckjit_model_n_vocab(st.model), ckjit_model_has_vision(st.model) != 0, st.opt.parallel};
+    json_reply(r, models_json(st.model_name, started, meta));
+  });
   svr.Get("/health", [](const httplib::Request&, httplib::Response& r) { json_reply(r, {{"status", "ok"}}); });
   svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& r) {
     Metrics::Gauges g{st.pool->queued(), st.pool->busy(), st.pool->size(), st.cache->stats()};
@@ -165,8 +168,9 @@ int run_server(const ServerOptions& o) {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     svr.set_payload_max_length(size_t(o.max_body_mb * 1024 * 1024));
-    svr.set_read_timeout(30, 0);
-    svr.set_write_timeout(30, 0);
+    if (o.timeout_s < 1) throw std::runtime_error("--timeout must be at least 1 second");
+    svr.set_read_timeout(o.timeout_s, 0);
+    svr.set_write_timeout(o.timeout_s, 0);
     routes(svr, *st, started);
     const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
     if (port < 0) {

@@ -52,9 +52,11 @@ json usage_chunk_json(const CompletionId& c, const Usage& u) {
           {"choices", json::array()}, {"usage", usage_json(u)}};
 }
 
-json models_json(const std::string& model, int64_t created) {
+json models_json(const std::string& model, int64_t created, const ModelMeta& meta) {
+  const json m = {{"n_ctx", meta.n_ctx}, {"n_vocab", meta.n_vocab}, {"parallel", meta.parallel},
+                  {"modalities", meta.vision ? json::array({"text", "image"}) : json::array({"text"})}};
   return {{"object", "list"},
-          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ckjit"}}})}};
+          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ckjit"}, {"meta", m}}})}};
 }
 
 json error_json(const std::string& message, const std::string& type, const std::string& code) {

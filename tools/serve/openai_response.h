@@ -29,7 +29,13 @@ nlohmann::json chunk_json(const CompletionId& c, const std::optional<std::string
                           const std::optional<std::string>& finish_reason, const std::optional<Usage>& usage = std::nullopt);
 // stream_options.include_usage: the stream's last chunk before [DONE], empty choices and the usage.
 nlohmann::json usage_chunk_json(const CompletionId& c, const Usage& u);
-nlohmann::json models_json(const std::string& model, int64_t created);
+// What /v1/models tells about the model beside OpenAI's fields (as llama-server's "meta").
+struct ModelMeta {
+  int64_t n_ctx = 0, n_vocab = 0;
+  bool vision = false;
+  int parallel = 1;
+};
+nlohmann::json models_json(const std::string& model, int64_t created, const ModelMeta& meta = {});
 nlohmann::json error_json(const std::string& message, const std::string& type, const std::string& code);
 // The error type OpenAI uses for an HTTP status.
 std::string error_type_for(int status);

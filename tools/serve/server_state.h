@@ -23,6 +23,7 @@ struct ServerOptions {
   double max_body_mb = 32;
   double image_cache_mb = 256;
   int http_threads = 0;  // 0: enough for the sessions and a queue
+  int timeout_s = 600;   // socket read / write timeout (llama-server's default)
   bool use_profile = true;
   std::string max_isa;
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
