@@ -578,7 +578,7 @@ TEST_CASE("api: chat_render gives the model's template with markers kept and ref
 
 TEST_SUITE("api") {
 
-TEST_CASE("api: find_mmproj takes the projector beside the model, names it, and reads the page as the named pair does") {
+TEST_CASE("api: find_mmproj takes the projector beside the model and names it and reads the page as the named pair does") {
   ckjit_model_params mp;
   ckjit_model_params_default(&mp);
   mp.n_threads = 2;
@@ -650,7 +650,7 @@ int collect(int32_t id, const char* text, void* user) {
 
 TEST_SUITE("api") {
 
-TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens; a session that cannot start fails alone") {
+TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens and a session that cannot start fails alone") {
   ckjit_model* m = load();
   const std::string img = image_path("square-64.png");
   // Alone: three prompts (two with the image, different lengths), one after the other.
@@ -805,7 +805,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("api: cache_prompt reuses a shared prefix (system prompt, image) and gives the bits of an empty session") {
+TEST_CASE("api: cache_prompt reuses a shared prefix (system prompt or image) and gives the bits of an empty session") {
   ckjit_model* m = load();
   const std::vector<char> png = bytes_of(image_path("square-64.png"));
   for (int n_batch : {512, 5, 2}) {
@@ -907,7 +907,7 @@ int abort_after(void* user) {
 }
 }  // namespace
 
-TEST_CASE("api: the abort callback stops prefill, decode and image encode with CKJIT_ERR_CANCELLED; the session goes on") {
+TEST_CASE("api: the abort callback stops prefill and decode and image encode with CKJIT_ERR_CANCELLED and the session goes on") {
   ckjit_model* m = load();
   ckjit_session_params sp;
   ckjit_session_params_default(&sp);
@@ -989,7 +989,7 @@ TEST_CASE("api: truncate keeps a prefix of the KV cache and the next prompt cont
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: logit_bias bans and forces tokens, the penalties change greedy picks, bad entries are invalid arguments") {
+TEST_CASE("api: logit_bias bans and forces tokens and the penalties change greedy picks and bad entries are invalid arguments") {
   ckjit_model* m = load(false);
   ckjit_session* s = nullptr;
   REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
@@ -1050,7 +1050,7 @@ TEST_CASE("api: logit_bias bans and forces tokens, the penalties change greedy p
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: stop_reason says length, end of generation, callback, context full; NONE before and for bad handles") {
+TEST_CASE("api: stop_reason says length or end of generation or callback or context full and NONE before and for bad handles") {
   ckjit_model* m = load(false);
   ckjit_session* s = nullptr;
   REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
@@ -1167,7 +1167,7 @@ std::vector<float> logits_row(const ckjit_session* s, int32_t i) {
 
 }  // namespace
 
-TEST_CASE("api: ckjit_session_decode gives generate's logits, every position's on request, and refuses what does not fit") {
+TEST_CASE("api: ckjit_session_decode gives generate's logits and every position's on request and refuses what does not fit") {
   ckjit_model* m = load(false);
   const char* text = "Read the page and tell me what the second line says.";
   ckjit_session *a = nullptr, *b = nullptr;
@@ -1252,7 +1252,7 @@ TEST_CASE("api: copy_prefix and decode_together: each session's logits are those
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: a saved state loads into another session and decodes on identically; bad files are refused") {
+TEST_CASE("api: a saved state loads into another session and decodes on identically and bad files are refused") {
   ckjit_model* m = load(false);
   ckjit_session *a = nullptr, *b = nullptr;
   REQUIRE(ckjit_session_new(m, nullptr, &a) == CKJIT_OK);

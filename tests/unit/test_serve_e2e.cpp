@@ -256,7 +256,7 @@ TEST_CASE("serve e2e: text and image completions with the OpenAI shape and the i
   CHECK(s.log().find("stopped") != std::string::npos);
 }
 
-TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish, the usage chunk when asked, then DONE and stop strings cut the text") {
+TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the finish and the usage chunk when asked then DONE and stop strings cut the text") {
   Server s({"--image-cache-mb", "0.05"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   json body = text_body("Stream me", 5, 9);
@@ -476,7 +476,7 @@ TEST_CASE("serve e2e: limits and malformed requests get 4xx OpenAI errors and th
   CHECK(s.process().stop() == 0);
 }
 
-TEST_CASE("serve e2e: every field is honoured or refused by name, and finish_reason and completion_tokens say how the answer ended") {
+TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reason and completion_tokens say how the answer ended") {
   Server s({"-c", "96"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   // Unknown and unimplemented fields: a 400 that names them, before anything runs.
@@ -564,7 +564,7 @@ TEST_CASE("serve e2e: every field is honoured or refused by name, and finish_rea
   CHECK(s.process().stop() == 0);
 }
 
-TEST_CASE("serve e2e: /tokenize and /detokenize round trip; --api-key guards every route but /health; --cors answers preflights") {
+TEST_CASE("serve e2e: /tokenize and /detokenize round trip and --api-key guards every route but /health and --cors answers preflights") {
   Server s({"--api-key", "sekrit", "--cors", "https://app.example"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   auto c = s.client();
