@@ -6,24 +6,10 @@
 set -euo pipefail
 CKJIT="$1"
 IMAGE="$2"
-tmp="$(mktemp -d)"
-pid=""
-cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$CKJIT" synth --preset tiny --out "$tmp/m" >/dev/null 2>&1
-model="$(ls "$tmp"/m/*-Q4_K_M.gguf)"
-mmproj="$(ls "$tmp"/m/mmproj-*.gguf)"
+source "$(dirname "$0")/tiny_server.sh"
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$(dirname "$0")/tsan.supp"
-"$CKJIT" serve -m "$model" --mmproj "$mmproj" --port 0 --parallel 2 -t 1 -c 1024 --image-max-tokens 64 2>"$tmp/err" &
-pid=$!
-port=""
-for _ in $(seq 1 600); do  # TSan makes the load slow: up to a minute
-  port="$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/err")"
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/err" >&2; echo "tsan_serve: the server exited early" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$tmp/err" >&2; echo "tsan_serve: no listening line" >&2; exit 1; }
+# TSan makes the load slow: up to a minute.
+start_tiny_server "$CKJIT" tsan_serve 600 --parallel 2 -t 1 -c 1024 --image-max-tokens 64
 url="http://127.0.0.1:$port/v1/chat/completions"
 b64="$(base64 -w0 "$IMAGE")"
 text='{"messages":[{"role":"user","content":"Hello there"}],"max_tokens":6,"seed":1}'
