@@ -78,7 +78,8 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
       llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), silu_(setup.isa), name_(t.name) {
   setup_kernels(t, setup);
   const std::string wt = tensor_type_info(wtype_).name, at = tensor_type_info(atype_).name;
-  desc_ = OpDesc{n_, k_, wt, at, kernel_name(2), kernel_name(1)};
+  desc_ = OpDesc{n_, k_, wt, at, kernel_name(kFewRows + 1), kernel_name(1)};
+  if (kernel_name(2) != desc_.kernel_rows) desc_.set_few_rows(kFewRows, kernel_name(2));
   const std::string q = atype_ == TensorType::Q8_0 ? "quantize_row_q8_0 (AVX2)"
                                                    : std::string("quantize_row_q8_K (") + (q8k_avx512_ ? "AVX-512" : "AVX2") + ")";
   prepare_desc_ = OpDesc{0, k_, "", "f32 -> " + at, q, q};
@@ -149,15 +150,21 @@ Linear::OpKernels Linear::few_rows_kernels(Op op, const std::vector<jit::IsaPath
   if (std::find(paths.begin(), paths.end(), path) == paths.end()) return {};
   KernelSpec s = spec_for(wtype_, atype_, path, k_, op, op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store);
   s.pf = kFewRowsPrefetchBlocks;
-  OpKernels out;
   try {
-    out.store = &jit::global_code_cache().get(s);
-    if (need_residual) {
-      s.epilogue = Epilogue::ResidualAdd;
-      out.residual = &jit::global_code_cache().get(s);
-    }
+    return generated(s, need_residual);
   } catch (const Error&) {
     return {};
+  }
+}
+
+// The kernels of `spec` from the code cache: its store (or SwiGLU) epilogue and, when asked, the
+// residual-add one. Throws where the emitter rejects the spec.
+Linear::OpKernels Linear::generated(KernelSpec spec, bool need_residual) {
+  OpKernels out;
+  out.store = &jit::global_code_cache().get(spec);
+  if (need_residual) {
+    spec.epilogue = Epilogue::ResidualAdd;
+    out.residual = &jit::global_code_cache().get(spec);
   }
   return out;
 }
@@ -196,11 +203,7 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
       try {
         KernelSpec spec = *planned;
         if (shape.m == 1) spec.pf = kDecodePrefetchBlocks;
-        out.store = &jit::global_code_cache().get(spec);
-        if (need_residual) {
-          spec.epilogue = Epilogue::ResidualAdd;
-          out.residual = &jit::global_code_cache().get(spec);
-        }
+        out = generated(spec, need_residual);
         out.planned = true;
         out.tiling = plan->tiling;
         out.plan_rows = shape.m;
@@ -210,14 +213,9 @@ Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual
       }
     }
     try {
-      out = OpKernels{};
       KernelSpec fixed = spec_for(wtype_, atype_, path, k_, op, store_ep);
       if (shape.m == 1) fixed.pf = kDecodePrefetchBlocks;
-      out.store = &jit::global_code_cache().get(fixed);
-      if (need_residual) {
-        fixed.epilogue = Epilogue::ResidualAdd;
-        out.residual = &jit::global_code_cache().get(fixed);
-      }
+      out = generated(fixed, need_residual);
       if (plan && lp) lp->note_fallback(shape, std::string("plan is for another path; ") + jit::isa_name(path) + " uses fixed blocks");
       return out;
     } catch (const Error&) {
@@ -261,7 +259,7 @@ std::string Linear::kernel_name(int64_t m) const {
   if (exact_rows(m))
     return std::string("llama.cpp ") + dot + " order (" + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm" : "AVX2") + ")";
   if (uses_reference()) return "scalar reference";
-  const OpKernels& k = m == 1 ? gemv_ : gemm_;
+  const OpKernels& k = gemm_for(m);
   return std::string(m == 1 ? "jit gemv " : "jit gemm ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
 }
 
@@ -276,7 +274,9 @@ OpDesc Linear::swiglu_desc(const Linear& gate, const Linear& up) {
   };
   const bool llama = llama_swiglu_decode(gate, up);
   d.kernel_row = llama ? two(1, "llama.cpp swiglu") : !fused_swiglu(gate, up) ? two(1, "silu_mul") : fused(gate.swiglu_1_);
-  d.kernel_rows = unfused_prefill(gate, up) ? two(2, llama ? "llama.cpp swiglu" : "silu_mul") : fused(gate.swiglu_m_);
+  auto rows = [&](int64_t m) { return unfused_prefill(gate, up) ? two(m, llama ? "llama.cpp swiglu" : "silu_mul") : fused(gate.swiglu_for(m)); };
+  d.kernel_rows = rows(kFewRows + 1);
+  if (rows(2) != d.kernel_rows) d.set_few_rows(kFewRows, rows(2));
   return d;
 }
 
@@ -391,7 +391,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   op.ldy = ldy * 4;
   op.r = residual;
   op.ldr = ldy * 4;
-  run_jit(pool, m == 1 ? gemv_ : few_rows(m) && gemm_few_ ? gemm_few_ : gemm_, op, m, residual != nullptr);
+  run_jit(pool, gemm_for(m), op, m, residual != nullptr);
 }
 
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
@@ -439,7 +439,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
   op.ldx = gate.act_row_bytes();
   op.y = y;
   op.ldy = ldy * 4;
-  gate.run_jit(pool, m == 1 ? gate.swiglu_1_ : few_rows(m) && gate.swiglu_few_ ? gate.swiglu_few_ : gate.swiglu_m_, op, m, false);
+  gate.run_jit(pool, gate.swiglu_for(m), op, m, false);
 }
 
 void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,

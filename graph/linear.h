@@ -110,8 +110,13 @@ class Linear {
   OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,
                    LinearPlanner* planner) const;
   OpKernels few_rows_kernels(jit::Op op, const std::vector<jit::IsaPath>& paths, bool need_residual) const;
+  static OpKernels generated(jit::KernelSpec spec, bool need_residual);
   static constexpr int64_t kFewRows = 16;
-  static bool few_rows(int64_t m) { return m <= kFewRows; }
+  // The one place that picks the kernels of m rows (matmul, swiglu and their names in reports).
+  const OpKernels& gemm_for(int64_t m) const { return m == 1 ? gemv_ : m <= kFewRows && gemm_few_ ? gemm_few_ : gemm_; }
+  const OpKernels& swiglu_for(int64_t m) const {
+    return m == 1 ? swiglu_1_ : m <= kFewRows && swiglu_few_ ? swiglu_few_ : swiglu_m_;
+  }
   void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
   std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
   bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order

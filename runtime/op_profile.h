@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckjit {
@@ -27,12 +28,21 @@ inline OpWork operator+(OpWork a, OpWork b) { return {a.macs + b.macs, a.weight_
 // What a weight op (or an input preparation) is: built once at load by the weight's owner
 // (graph::Linear, vision::DenseLinear) and pointed to by the calls it times.
 struct OpDesc {
+  OpDesc() = default;
+  OpDesc(int64_t n, int64_t k, std::string weight_type, std::string input_type, std::string kernel_rows, std::string kernel_row)
+      : n(n), k(k), weight_type(std::move(weight_type)), input_type(std::move(input_type)),
+        kernel_rows(std::move(kernel_rows)), kernel_row(std::move(kernel_row)) {}
   int64_t n = 0, k = 0;           // output columns and reduction length (n = 0: no weight, e.g. quantize)
   std::string weight_type;        // stored type(s): "Q4_K", "Q4_K+Q4_K" for a fused pair, "" for none
   std::string input_type;         // what the kernel consumed: "Q8_K", "f16", "f32 -> Q8_K" for a quantizer
   std::string kernel_rows;        // the kernel or implementation that runs M > 1 rows
   std::string kernel_row;         // ... and M = 1 (decode)
-  const std::string& kernel(int64_t m) const { return m == 1 ? kernel_row : kernel_rows; }
+  std::string kernel_few;         // ... and 2..few_rows rows where another kernel serves them (decode of several sequences)
+  int64_t few_rows = 0;
+  void set_few_rows(int64_t up_to, std::string kernel) { few_rows = up_to, kernel_few = std::move(kernel); }
+  const std::string& kernel(int64_t m) const {
+    return m == 1 ? kernel_row : m <= few_rows ? kernel_few : kernel_rows;
+  }
 };
 
 // The shape of one timed call: its rows and up to three weights that read the same input (Q/K/V).

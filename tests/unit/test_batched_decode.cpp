@@ -149,3 +149,28 @@ TEST_CASE("batched decode: bad steps are refused before anything runs") {
 }
 
 }  // TEST_SUITE
+
+// The report names the kernel each row count runs: one row (decode), 2-16 rows (decode steps of
+// several sequences: prefetching fixed blocks where AVX-512 runs) and a prefill chunk.
+TEST_CASE("op descriptions name the kernels of one row and few rows and a prefill chunk") {
+  const gguf::GgufFile f = make_file(tinymodel::Spec{});
+  Workers pool(1);
+  ModelOptions o;
+  o.linear.llama_decode_order = false;
+  const TextModel m(f, o, pool);
+  const TextModel::Layer& L = m.layers()[0];
+  for (const OpDesc* d : {L.wq->op_desc(), L.down->op_desc(), &L.gate_up_desc}) {
+    CAPTURE(d->kernel_rows);
+    CHECK(d->kernel(1) == d->kernel_row);
+    CHECK(d->kernel(17) == d->kernel_rows);
+    if (jit::isa_runs(jit::IsaPath::Avx512, o.linear.isa)) {
+      CHECK(d->few_rows == 16);
+      CHECK(d->kernel(8).find("isa=avx512") != std::string::npos);
+      CHECK(d->kernel(8).find("pf=8") != std::string::npos);
+      CHECK(d->kernel(16) == d->kernel(2));
+    } else {
+      CHECK(d->few_rows == 0);
+      CHECK(d->kernel(8) == d->kernel_rows);
+    }
+  }
+}

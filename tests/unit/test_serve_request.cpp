@@ -64,6 +64,8 @@ TEST_CASE("serve request: string and part contents and sampling fields parse int
   CHECK(r.messages[1].content == "A  <__media__> and <__media__>");
   REQUIRE(r.images.size() == 2);
   CHECK(r.images[0] == serve_file_bytes(image("wide-200x48.png")));
+  REQUIRE(r.image_sizes.size() == 2);
+  CHECK(r.image_sizes[0] == std::pair<int32_t, int32_t>(200, 48));
   CHECK(r.temperature == doctest::Approx(0.5));
   CHECK(r.top_p == doctest::Approx(0.9));
   CHECK(r.max_tokens == 7);

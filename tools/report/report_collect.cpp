@@ -10,7 +10,9 @@ namespace ckjit::report {
 namespace {
 
 std::string kernel_text(const OpDesc& d) {
-  return d.kernel_rows == d.kernel_row ? d.kernel_rows : "prefill: " + d.kernel_rows + "; decode: " + d.kernel_row;
+  std::string s = d.kernel_rows == d.kernel_row ? d.kernel_rows : "prefill: " + d.kernel_rows + "; decode: " + d.kernel_row;
+  if (d.few_rows > 0) s += "; 2-" + std::to_string(d.few_rows) + " rows: " + d.kernel_few;
+  return s;
 }
 
 bool ends_with(const std::string& s, const char* tail) {

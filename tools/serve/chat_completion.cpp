@@ -252,11 +252,8 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     size_t n_text = 0;
     ckjit_tokenize(st.model, prompt.c_str(), 1, nullptr, 0, &n_text);
     int64_t n_image_rows = 0;
-    for (const std::string& bytes : r->images) {
-      int32_t w = 0, h = 0;
-      if (ckjit_image_info(bytes.data(), bytes.size(), &w, &h) == CKJIT_OK)
-        n_image_rows += ckjit_model_image_rows(st.model, w, h, st.image_min_tokens, st.image_max_tokens);
-    }
+    for (const auto& [w, h] : r->image_sizes)
+      n_image_rows += ckjit_model_image_rows(st.model, w, h, st.image_min_tokens, st.image_max_tokens);
     if (int64_t(n_text) + n_image_rows >= st.n_ctx)
       throw HttpError(400, "invalid_request_error", "context_length_exceeded",
                       "the prompt is " + std::to_string(int64_t(n_text) + n_image_rows) + " tokens (" + std::to_string(n_image_rows) +

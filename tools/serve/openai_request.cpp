@@ -32,7 +32,7 @@ double number(const json& j, const char* name, double lo, double hi) {
   return v;
 }
 
-void check_dimensions(const std::string& bytes, size_t index, const RequestLimits& limits) {
+std::pair<int32_t, int32_t> checked_size(const std::string& bytes, size_t index, const RequestLimits& limits) {
   int32_t w = 0, h = 0;
   if (ckjit_image_info(bytes.data(), bytes.size(), &w, &h) != CKJIT_OK)
     bad("image " + std::to_string(index + 1) + ": " + ckjit_last_error(), "invalid_image");
@@ -40,6 +40,7 @@ void check_dimensions(const std::string& bytes, size_t index, const RequestLimit
     throw HttpError(400, "invalid_request_error", "image_too_large",
                     "image " + std::to_string(index + 1) + " is " + std::to_string(w) + " x " + std::to_string(h) +
                         " pixels, above the server's limit of " + std::to_string(limits.max_image_pixels) + " pixels");
+  return {w, h};
 }
 
 // One message's content: a string, or an array of text and image_url parts.
@@ -63,7 +64,7 @@ std::string content_of(const json& c, ChatRequest& out, const RequestLimits& lim
       if (out.images.size() >= limits.max_images)
         bad("more than " + std::to_string(limits.max_images) + " images in one request", "too_many_images");
       out.images.push_back(resolve_image_url(url, limits));
-      check_dimensions(out.images.back(), out.images.size() - 1, limits);
+      out.image_sizes.push_back(checked_size(out.images.back(), out.images.size() - 1, limits));
       text += graph::kMediaMarker;
     } else {
       bad("unsupported content part type '" + type + "'");

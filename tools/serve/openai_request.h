@@ -28,6 +28,7 @@ struct ChatRequest {
   std::optional<std::string> model;
   std::vector<ChatMessage> messages;
   std::vector<std::string> images;  // image bytes, in marker order
+  std::vector<std::pair<int32_t, int32_t>> image_sizes;  // their width and height from the headers (checked)
   float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int top_k = 40;
   float repeat_penalty = 1.0f, frequency_penalty = 0.0f, presence_penalty = 0.0f;
