@@ -54,6 +54,14 @@ TokenLoop::TokenLoop(const Session& s, const tok::Tokenizer& tok, const Generate
   for (int32_t id : accepted)
     if (id >= 0) sampler_.accept(id);
   r_.generated.reserve(size_t(std::max(0, n_steps_)));
+  if (o.grammar && o.forced.empty()) constraint_.emplace(*o.grammar);
+}
+
+int32_t TokenLoop::choose(const float* logits) {
+  if (!o_.forced.empty()) return o_.forced[size_t(i_)];
+  const int32_t id = sampler_.sample(logits);
+  if (!constraint_ || constraint_->allows(id)) return id;
+  return sampler_.sample(logits, constraint_->allowed().data());
 }
 
 int32_t TokenLoop::next(const float* logits) {
@@ -67,8 +75,9 @@ int32_t TokenLoop::next(const float* logits) {
   if (i_ >= n_steps_) return end(StopReason::length);
   const int64_t V = s_.model().hparams().n_vocab;
   if (cb_.on_logits) cb_.on_logits(logits, V);
-  const int32_t id = o_.forced.empty() ? sampler_.sample(logits) : o_.forced[size_t(i_)];
+  const int32_t id = choose(logits);
   const bool eog = tok_.is_eog(id);
+  if (constraint_) constraint_->accept(id);
   r_.generated.push_back(id);
   std::string text;
   if ((!eog || !o_.forced.empty()) && (cb_.on_text || cb_.on_token)) text = out_.push(tok_.token_to_piece(id, /*special=*/true));

@@ -6,6 +6,7 @@
 // chose each token can be observed (--dump-logits). The CLI only parses flags and prints.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "graph/session.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "runtime/sampler.h"
+#include "runtime/structured/token_constraint.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/utf8_stream.h"
 
@@ -40,6 +42,9 @@ struct GenerateOptions {
   std::vector<int32_t> forced;  // teacher forcing: feed these ids instead of sampling (n_predict ignored)
   bool ignore_eos = false;
   SamplerParams sampler;
+  // Structured output: every sampled token keeps the text inside this grammar, and generation
+  // may end only where the text is complete (null: free text). Forced ids are not checked.
+  std::shared_ptr<const structured::Grammar> grammar;
 };
 
 // Why a stream's generation ended: n_predict reached, an end-of-generation token (counted in
@@ -77,12 +82,14 @@ class TokenLoop {
   int32_t next(const float* logits);
 
  private:
+  int32_t choose(const float* logits);  // sampled (the grammar's mask only when the draw is refused) or forced
   const Session& s_;
   const tok::Tokenizer& tok_;
   const GenerateOptions& o_;
   const GenerateCallbacks& cb_;
   GenerateResult& r_;
   Sampler sampler_;
+  std::optional<structured::TokenConstraint> constraint_;
   tok::Utf8Stream out_;
   int n_steps_, i_ = 0;
   bool done_ = false;

@@ -105,13 +105,29 @@ void Sampler::accept(int32_t id) {
   }
 }
 
-int32_t Sampler::sample(const float* logits) {
+int32_t Sampler::sample(const float* logits, const uint64_t* allowed) {
   std::copy(logits, logits + n_vocab_, work_.begin());
   for (const auto& [id, bias] : params_.logit_bias) work_[size_t(id)] += bias;
+  auto is_allowed = [&](int32_t i) { return !allowed || (allowed[size_t(i) / 64] >> (i % 64) & 1); };
+  if (allowed)
+    for (int32_t i = 0; i < n_vocab_; ++i)
+      if (!is_allowed(i)) work_[size_t(i)] = -INFINITY;
   sampling::penalties(work_, recent_, params_.repeat_penalty, params_.frequency_penalty, params_.presence_penalty);
-  if (params_.temp <= 0.0f) return sampling::argmax(work_);
+  // Only finite logits are candidates (a bias or a mask of -inf removes a token); where none is
+  // left, the lowest allowed id.
+  auto fallback = [&] {
+    for (int32_t i = 0; i < n_vocab_; ++i)
+      if (is_allowed(i)) return i;
+    return int32_t(0);
+  };
+  if (params_.temp <= 0.0f) {
+    const int32_t best = sampling::argmax(work_);
+    return std::isfinite(work_[size_t(best)]) || !allowed ? best : fallback();
+  }
   cand_.clear();
-  for (int32_t i = 0; i < n_vocab_; ++i) cand_.push_back({i, work_[size_t(i)], 0.0f});
+  for (int32_t i = 0; i < n_vocab_; ++i)
+    if (work_[size_t(i)] > -INFINITY) cand_.push_back({i, work_[size_t(i)], 0.0f});
+  if (cand_.empty()) return fallback();
   sampling::top_k(cand_, params_.top_k);
   sampling::top_p(cand_, params_.top_p);
   sampling::min_p(cand_, params_.min_p);

@@ -50,8 +50,9 @@ int32_t argmax(std::span<const float> logits);
 class Sampler {
  public:
   Sampler(const SamplerParams& params, int32_t n_vocab);
-  // Picks the next token from raw logits (n_vocab floats; not modified).
-  int32_t sample(const float* logits);
+  // Picks the next token from raw logits (n_vocab floats; not modified). allowed: a bitset over
+  // the vocabulary (structured output); the others are never picked.
+  int32_t sample(const float* logits, const uint64_t* allowed = nullptr);
   // Records a token of the sequence (prompt or generated) for the repetition penalty.
   void accept(int32_t id);
   const SamplerParams& params() const { return params_; }
