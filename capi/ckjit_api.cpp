@@ -71,7 +71,7 @@ const topo::Machine& machine() { return topo::this_machine(); }
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.3.1"; }
+const char* ckjit_version(void) { return "0.3.2"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   switch (s) {
@@ -530,6 +530,7 @@ void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* g
   run.go.sampler.frequency_penalty = p.frequency_penalty, run.go.sampler.presence_penalty = p.presence_penalty;
   if (p.n_logit_bias > 0 && !p.logit_bias) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_logit_bias is set but logit_bias is NULL");
   for (size_t i = 0; i < p.n_logit_bias; ++i) run.go.sampler.logit_bias.emplace_back(p.logit_bias[i].token, p.logit_bias[i].bias);
+  if (p.json_schema) run.go.grammar = s->ctx->model().json_grammar(p.json_schema, "json_schema");
   run.cb.on_logits = [s](const float* l, int64_t n) { s->logits.assign(l, l + n); };
   if (p.on_token) {
     const ckjit_token_fn fn = p.on_token;

@@ -31,7 +31,7 @@ extern "C" {
 
 #define CKJIT_VERSION_MAJOR 0
 #define CKJIT_VERSION_MINOR 3
-#define CKJIT_VERSION_PATCH 1
+#define CKJIT_VERSION_PATCH 2
 
 typedef enum ckjit_status {
   CKJIT_OK = 0,
@@ -53,7 +53,7 @@ typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
 typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.3.1" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.3.2" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -290,6 +290,13 @@ typedef struct ckjit_generate_params {
    * call only. */
   const struct ckjit_logit_bias* logit_bias;
   size_t n_logit_bias;
+  /* Added in 0.3.2 (structured output): a JSON Schema (UTF-8 JSON text; NULL: free text). Every
+   * generated token keeps the text a prefix of a JSON value the schema admits, and generation ends
+   * only where the value is complete (or at n_predict / a full context: check the stop reason).
+   * The subset: type, properties, required, additionalProperties, items, minItems, maxItems,
+   * minLength, maxLength, enum, const, anyOf, local $ref; {"type":"object"} is any object. Anything
+   * else: CKJIT_ERR_INVALID_ARGUMENT naming the keyword. Read during the call only. */
+  const char* json_schema;
 } ckjit_generate_params;
 
 CKJIT_API void ckjit_generate_params_init(ckjit_generate_params* params, uint32_t struct_size);

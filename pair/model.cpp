@@ -7,6 +7,7 @@
 #include "pair/mmproj_search.h"
 #include "pair/pair_checks.h"
 #include "runtime/error.h"
+#include "runtime/structured/json_schema.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "vision/vision_hparams.h"
 
@@ -100,6 +101,17 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
                 ErrorKind::bad_model);
   progress(1.0f);
   return m;
+}
+
+std::shared_ptr<const structured::Grammar> Model::json_grammar(std::string_view schema, const std::string& source) const {
+  std::call_once(token_bytes_once_, [&] {
+    token_bytes_ = std::make_shared<const structured::TokenBytes>(*tok_, int32_t(hparams().n_vocab));
+  });
+  auto g = std::make_shared<structured::Grammar>();
+  g->dfa = std::make_shared<const structured::Dfa>(structured::compile_json_schema(schema));
+  g->vocab = token_bytes_;
+  g->source = source;
+  return g;
 }
 
 }  // namespace ckjit::pair

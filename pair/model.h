@@ -5,6 +5,8 @@
 // after load(); shared (std::shared_ptr) by any number of Contexts (pair/context.h) on any threads.
 // run, xray, the C API (and so serve and ocr) all load through here.
 #include <functional>
+#include <mutex>
+#include <string_view>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +17,7 @@
 #include "jit/emit_clock.h"
 #include "jit/isa_target.h"
 #include "runtime/gguf/gguf_reader.h"
+#include "runtime/structured/token_constraint.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "topology/machine.h"
 #include "vision/vision_model.h"
@@ -77,6 +80,10 @@ class Model {
   const std::string& profile_note() const { return profile_note_; }  // describe_profile_load()
   const graph::LinearPlanner* planner() const { return planner_.get(); }
   const LoadClocks& clocks() const { return clocks_; }
+  // Structured output: a JSON Schema (runtime/structured/json_schema.h) compiled against this
+  // model's vocabulary, whose byte strings are sorted once, on first use. Error invalid_argument
+  // for a schema outside the subset. source names it in messages ("json_schema", a file name).
+  std::shared_ptr<const structured::Grammar> json_grammar(std::string_view schema, const std::string& source) const;
 
  private:
   Model() = default;
@@ -91,6 +98,8 @@ class Model {
   std::unique_ptr<vision::VisionModel> vision_;
   std::unique_ptr<tok::Tokenizer> tok_;
   LoadClocks clocks_;
+  mutable std::once_flag token_bytes_once_;
+  mutable std::shared_ptr<const structured::TokenBytes> token_bytes_;
 };
 
 }  // namespace ckjit::pair

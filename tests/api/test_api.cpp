@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "include/ckjit.h"
+#include "tests/unit/json_schema_check.h"
 #include "tests/unit/process_temp_dir.h"
 #include "runtime/synth/qwen3vl_layout.h"
 #include "runtime/synth/synth_model.h"
@@ -97,7 +98,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.3.1");
+  CHECK(std::string(ckjit_version()) == "0.3.2");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);
@@ -1347,3 +1348,40 @@ TEST_CASE("api: a saved state loads into another session and decodes on identica
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("api: json_schema makes the text a value of the schema and a schema outside the subset is an invalid argument") {
+  ckjit_model* m = load(false);
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  const char* schema = R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},"pages":{"type":"integer"},
+                           "kind":{"enum":["invoice","letter"]}},"required":["name","pages","kind"]})";
+  ckjit_generate_params gp;
+  ckjit_generate_params_default(&gp);
+  CHECK(gp.json_schema == nullptr);
+  gp.json_schema = schema;
+  gp.n_predict = 300;
+  gp.temp = 1.0f;
+  std::string text;
+  gp.on_token = [](int32_t, const char* piece, void* user) {
+    *static_cast<std::string*>(user) += piece;
+    return 0;
+  };
+  gp.user_data = &text;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    text.clear();
+    gp.seed = seed;
+    ckjit_session_reset(s);
+    REQUIRE(ckjit_session_add_text(s, "Describe the document as JSON.") == CKJIT_OK);
+    REQUIRE(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_OK);
+    CHECK(ckjit_session_stop_reason(s) == CKJIT_STOP_END_OF_GENERATION);
+    CAPTURE(text);
+    CHECK(schemacheck::check(text, schema) == "");
+  }
+  gp.json_schema = R"({"type":"string","format":"date"})";
+  ckjit_session_reset(s);
+  REQUIRE(ckjit_session_add_text(s, "x") == CKJIT_OK);
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(s)).find("'format'") != std::string::npos);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
