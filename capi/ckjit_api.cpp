@@ -12,6 +12,7 @@
 #include "capi/handles.h"
 #include "pair/generate_together.h"
 #include "runtime/error.h"
+#include "runtime/structured/json_schema.h"
 #include "runtime/image/image.h"
 #include "runtime/image/preprocess.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -395,6 +396,14 @@ ckjit_status ckjit_session_add_image_file(ckjit_session* session, const char* pa
 
 ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, const void* data, size_t size) {
   return add_image(session, [&](const pair::Context& ctx) { return prepare_bytes(ctx, data, size); });
+}
+
+ckjit_status ckjit_json_schema_check(const char* schema) {
+  return guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    need(schema, "schema");
+    structured::compile_json_schema(schema);
+    return CKJIT_OK;
+  });
 }
 
 ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height) {

@@ -213,6 +213,10 @@ CKJIT_API ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, con
 /* The width and height an image's header claims (PNG, JPEG or BMP), without decoding its pixels:
  * a caller's pixel limit before any decoding. Not an image or a header too short: CKJIT_ERR_BAD_IMAGE. */
 CKJIT_API ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height);
+/* Whether a JSON Schema is inside structured output's subset (ckjit_generate_params.json_schema),
+ * without a model: CKJIT_OK, or CKJIT_ERR_INVALID_ARGUMENT with ckjit_last_error naming the keyword
+ * and where it is (a server's check before it answers). Since 0.3.2. */
+CKJIT_API ckjit_status ckjit_json_schema_check(const char* schema);
 /* Decodes, preprocesses (the session's image_min_tokens / image_max_tokens) and encodes an image
  * with the session's worker threads. On success *out is a new handle, else NULL. */
 CKJIT_API ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out);

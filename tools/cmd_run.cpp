@@ -150,6 +150,8 @@ int run_main(const std::vector<std::string>& args) {
       ("frequency-penalty", po::value<float>()->default_value(0.0f), "subtracted per occurrence in the last --repeat-last-n tokens (0 = off)")
       ("presence-penalty", po::value<float>()->default_value(0.0f), "subtracted once for a token in the last --repeat-last-n tokens (0 = off)")
       ("logit-bias,l", po::value<std::vector<std::string>>()->composing(), "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to that token's logit (-inf bans it; repeatable)")
+      ("json-schema,j", po::value<std::string>(), "structured output: the answer is a JSON value of this schema (JSON text; llama.cpp's flag; subset in runtime/structured/json_schema.h)")
+      ("json-schema-file", po::value<std::string>(), "... the schema read from FILE")
       ("chat", "wrap the prompt in the model's chat template (one user turn)")
       ("system", po::value<std::string>(), "system message (with --chat)")
       ("force", po::value<std::string>(), "feed these token ids instead of sampling (teacher forcing)")
@@ -336,6 +338,12 @@ int run_main(const std::vector<std::string>& args) {
   sp.presence_penalty = vm["presence-penalty"].as<float>();
   if (vm.count("logit-bias"))
     for (const std::string& b : vm["logit-bias"].as<std::vector<std::string>>()) sp.logit_bias.push_back(parse_logit_bias(b));
+  if (vm.count("json-schema") && vm.count("json-schema-file")) throw ckjit::Error("give --json-schema or --json-schema-file, not both");
+  if (vm.count("json-schema")) gopt.grammar = pair.json_grammar(vm["json-schema"].as<std::string>(), "--json-schema");
+  if (vm.count("json-schema-file")) {
+    const std::string path = vm["json-schema-file"].as<std::string>();
+    gopt.grammar = pair.json_grammar(read_text_file(path, "--json-schema-file"), path);
+  }
 
   ckjit::graph::GenerateCallbacks cb;
   cb.on_text = [](const std::string& text) {
@@ -353,6 +361,8 @@ int run_main(const std::vector<std::string>& args) {
   std::fflush(stdout);
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
   if (res.stop == ckjit::graph::StopReason::context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
+  if (gopt.grammar && res.stop != ckjit::graph::StopReason::end_of_generation)
+    std::fprintf(stderr, "warning: the JSON value is incomplete (generation stopped before it ended; raise -n or -c)\n");
   if (ckjit::cli::interrupted()) std::fprintf(stderr, "stopped: interrupted (Ctrl-C) after %zu tokens\n", res.generated.size());
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   if (vision) {

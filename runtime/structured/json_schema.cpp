@@ -14,7 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;  // properties are written in the schema's order
 using Frag = Nfa::Frag;
 
-constexpr int kMaxWhitespace = 20;
+constexpr int kMaxIndent = 20;
 constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 2;  // below 1e116: every parser reads it as a double
 constexpr int kMaxNesting = 64;      // schema nesting (hostile schemas end in an error, not a stack overflow)
 constexpr int kMaxRepeat = 4096;     // minItems / maxItems / minLength / maxLength above this are refused
@@ -92,8 +92,10 @@ class Compiler {
   }
 
  private:
+  // llama.cpp's JSON whitespace: nothing, one space, or one newline and up to 20 spaces or tabs of indent.
   Frag ws() {
-    return n_.repeat([&] { return n_.ranges({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}}); }, 0, kMaxWhitespace);
+    Frag indent = n_.repeat([&] { return n_.ranges({{' ', ' '}, {'\t', '\t'}}); }, 0, kMaxIndent);
+    return n_.optional(n_.alt({n_.bytes(" "), n_.seq(n_.bytes("\n"), indent)}));
   }
 
   Frag typed(const std::string& type, const Json& s, const std::string& path, int nesting) {

@@ -10,7 +10,8 @@
 // if/then, recursion, ...) is an Error naming the keyword and where it is: the output would not be
 // guaranteed to validate.
 //
-// The text is compact JSON with bounded optional whitespace between tokens ([ \t\n]{0,20}); numbers
+// The text is JSON with llama.cpp's optional whitespace between tokens (a space, or a newline and up to
+// 20 spaces or tabs); numbers
 // have at most 16 integer and 16 fraction digits; a value with no schema ({} or true) is any JSON
 // value nested at most kAnyDepth deep. Nothing follows the top-level value.
 #include <string_view>

@@ -68,7 +68,20 @@ async function main() {
   await refused({ frobnicate: 1 }, 'frobnicate', 400);
   await refused({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools', 400);
   await refused({ n: 2 }, 'n', 400);
-  await refused({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }, 'json_schema', 400);
+  await refused({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }, 'pattern', 400);
+
+  // Structured output: the content parses and holds the schema's fields.
+  const schema = { type: 'object', properties: { title: { type: 'string', maxLength: 12 }, pages: { type: 'integer' } }, required: ['title', 'pages'], additionalProperties: false };
+  const structured = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Describe the page as JSON.' }], max_tokens: 60, seed: 5,
+    response_format: { type: 'json_schema', json_schema: { name: 'page', schema, strict: true } },
+  });
+  const content = structured.choices[0].message.content;
+  let value = null;
+  try { value = JSON.parse(content); } catch (e) { check(false, `json_schema content parses: ${content}`); }
+  check(value && typeof value.title === 'string' && [...value.title].length <= 12 && Number.isInteger(value.pages) &&
+        Object.keys(value).length === 2, `json_schema content holds the schema: ${content}`);
+  check(structured.choices[0].finish_reason === 'stop', `json_schema: finish_reason stop (${structured.choices[0].finish_reason})`);
 
   // A wrong key: AuthenticationError (401).
   const wrong = new OpenAI({ baseURL, apiKey: apiKey + 'x', maxRetries: 0 });
@@ -79,7 +92,7 @@ async function main() {
     check(e instanceof AuthenticationError && e.status === 401, `a wrong key: 401 (got ${e.status})`);
   }
   check(BadRequestError !== undefined, 'the client exports BadRequestError');
-  console.log(`openai client test: models, image chat, streaming with usage, 4 refusals, a wrong key: all as OpenAI's client expects`);
+  console.log(`openai client test: models, image chat, streaming with usage, 4 refusals, json_schema, a wrong key: all as OpenAI's client expects`);
 }
 
 main().catch((e) => {

@@ -501,8 +501,25 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   b["logprobs"] = true;
   check_error(post(s, b), 400, "unsupported_parameter");
   b.erase("logprobs");
-  b["response_format"] = {{"type", "json_object"}};
-  check_error(post(s, b), 400, "unsupported_parameter");
+  // Structured output: the answer is a value of the schema; a schema outside the subset is a 400.
+  const json schema = json::parse(R"({"type":"object","properties":{"n":{"type":"integer"},"kind":{"enum":["x","y"]}},"required":["n","kind"]})");
+  json structured = text_body("hi", 60);
+  structured["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}, {"strict", true}}}};
+  auto st = post(s, structured);
+  REQUIRE(st);
+  CHECK(st->status == 200);
+  const json answer = json::parse(st->body, nullptr, false);
+  REQUIRE(answer.is_object());
+  CHECK(answer["choices"][0]["finish_reason"] == "stop");
+  const json value = json::parse(answer["choices"][0]["message"]["content"].get<std::string>(), nullptr, false);
+  CAPTURE(st->body);
+  REQUIRE(value.is_object());
+  CHECK(value["n"].is_number_integer());
+  CHECK((value["kind"] == "x" || value["kind"] == "y"));
+  structured["response_format"]["json_schema"]["schema"] = {{"type", "string"}, {"pattern", "^a"}};
+  check_error(post(s, structured), 400, "invalid_json_schema");
+  structured["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"shema", schema}}}};
+  check_error(post(s, structured), 400, "unknown_parameter");
   b.erase("response_format");
   b["messages"][0]["name"] = "bob";
   check_error(post(s, b), 400, "unsupported_parameter");

@@ -12,7 +12,7 @@ namespace ckjit::serve {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // a response_format schema keeps its properties in order
 
 [[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_request") {
   throw HttpError(400, "invalid_request_error", code, msg);
@@ -71,6 +71,26 @@ std::string content_of(const json& c, ChatRequest& out, const RequestLimits& lim
     }
   }
   return text;
+}
+
+// OpenAI's response_format: text (none), json_object (any object; llama-server's "schema" member
+// narrows it) or json_schema {name, schema, strict, description}. The schema's JSON text, if any.
+std::optional<std::string> response_format_schema(const json& rf) {
+  const std::string type = rf["type"].get<std::string>();
+  for (const auto& [k, v] : rf.items())
+    if (k != "type" && k != "json_schema" && k != "schema") bad("unknown 'response_format' member '" + k + "'", "unknown_parameter");
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") return rf.contains("schema") ? rf["schema"].dump() : std::string(R"({"type":"object"})");
+  if (type != "json_schema") bad("unknown 'response_format' type '" + type + "'");
+  if (!rf.contains("json_schema") || !rf["json_schema"].is_object()) bad("'response_format' json_schema needs a 'json_schema' object");
+  const json& js = rf["json_schema"];
+  for (const auto& [k, v] : js.items())
+    if (k != "name" && k != "schema" && k != "strict" && k != "description")
+      bad("unknown 'response_format.json_schema' member '" + k + "'", "unknown_parameter");
+  if (!js.contains("name") || !js["name"].is_string()) bad("'response_format.json_schema' needs a string 'name'");
+  if (js.contains("strict") && !js["strict"].is_boolean() && !js["strict"].is_null()) bad("'response_format.json_schema.strict' must be a boolean");
+  // strict or not, the answer is held to the schema (ckjit never writes outside it).
+  return js.contains("schema") ? js["schema"].dump() : std::string("{}");
 }
 
 }  // namespace
@@ -237,10 +257,9 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
   if (given(j, "response_format")) {
     const json& rf = j["response_format"];
     if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
-    const std::string type = rf["type"].get<std::string>();
-    if (type == "json_object" || type == "json_schema")
-      bad("'response_format' " + type + ": structured output is not supported yet", "unsupported_parameter");
-    if (type != "text") bad("unknown 'response_format' type '" + type + "'");
+    r.json_schema = response_format_schema(rf);
+    if (r.json_schema && ckjit_json_schema_check(r.json_schema->c_str()) != CKJIT_OK)
+      bad(std::string("'response_format': ") + ckjit_last_error(), "invalid_json_schema");
   }
   r.max_tokens = limits.default_max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {

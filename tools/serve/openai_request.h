@@ -41,6 +41,7 @@ struct ChatRequest {
   bool ignore_eos = false;     // llama-server's extension: generate max_tokens tokens
   bool cache_prompt = true;    // llama-server's extension: reuse a session's KV rows of a shared prompt prefix
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  std::optional<std::string> json_schema;  // response_format json_object / json_schema: the schema's JSON text
 };
 
 struct RequestLimits {
