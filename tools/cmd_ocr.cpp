@@ -9,8 +9,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
+#include "include/ckjit.h"
 #include "runtime/error.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
@@ -41,6 +44,8 @@ int ocr_main(const std::vector<std::string>& args) {
       ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed (the same for every page)")
+      ("json-schema,j", po::value<std::string>(), "structured output: each page's text is a JSON value of this schema (JSON text, as ckjit run)")
+      ("json-schema-file", po::value<std::string>(), "... the schema read from FILE")
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
       ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
@@ -99,6 +104,15 @@ int ocr_main(const std::vector<std::string>& args) {
   o.n_ctx = vm["ctx-size"].as<int>();
   o.temp = vm["temp"].as<float>();
   o.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("json-schema") && vm.count("json-schema-file")) return usage_error("give --json-schema or --json-schema-file, not both");
+  if (vm.count("json-schema")) o.json_schema = vm["json-schema"].as<std::string>();
+  if (vm.count("json-schema-file")) {
+    std::ifstream in(vm["json-schema-file"].as<std::string>(), std::ios::binary);
+    if (!in) return usage_error("cannot read --json-schema-file '" + vm["json-schema-file"].as<std::string>() + "'");
+    o.json_schema.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (!o.json_schema.empty() && ckjit_json_schema_check(o.json_schema.c_str()) != CKJIT_OK)
+    return usage_error(std::string("--json-schema: ") + ckjit_last_error());
   o.image_min_tokens = vm["image-min-tokens"].as<int>();
   o.image_max_tokens = vm["image-max-tokens"].as<int>();
   o.dpi = vm["dpi"].as<double>();

@@ -102,8 +102,12 @@ Dfa Dfa::from_nfa(const Nfa& nfa, Nfa::Frag whole, int max_states) {
   std::vector<std::vector<int>> sets;
   std::unordered_map<std::string, int32_t> ids;
   std::vector<uint8_t> seen(size_t(nfa.n_states()), 0);
+  // The moves of a state on a class (before the closure) repeat much: each distinct one is closed once.
+  std::unordered_map<std::string, int32_t> by_moves;
   auto intern = [&](std::vector<int> set) -> int32_t {
     if (set.empty()) return kDead;
+    std::string moves = key_of(set);
+    if (auto known = by_moves.find(moves); known != by_moves.end()) return known->second;
     close(nfa, set, seen);
     auto [it, fresh] = ids.emplace(key_of(set), int32_t(sets.size()));
     if (fresh) {
@@ -113,22 +117,23 @@ Dfa Dfa::from_nfa(const Nfa& nfa, Nfa::Frag whole, int max_states) {
                     ErrorKind::invalid_argument);
       sets.push_back(std::move(set));
     }
+    by_moves.emplace(std::move(moves), it->second);
     return it->second;
   };
   intern({whole.start});
   std::vector<int32_t> table;
-  std::vector<int> next;
+  // Each edge's targets into the buckets of the classes it covers (edges cover few classes).
+  std::vector<std::vector<int>> bucket(size_t(d.n_classes_));
   for (size_t i = 0; i < sets.size(); ++i) {
+    for (int s : sets[i])
+      for (const Nfa::Edge& e : nfa.edges(s))
+        for (int c = d.class_of_[e.lo]; c <= d.class_of_[e.hi]; ++c) bucket[size_t(c)].push_back(e.to);
     for (int c = 0; c < d.n_classes_; ++c) {
-      const uint8_t byte = first_byte[size_t(c)];
-      next.clear();
-      for (int s : sets[i])
-        for (const Nfa::Edge& e : nfa.edges(s))
-          if (e.lo <= byte && byte <= e.hi) next.push_back(e.to);
+      std::vector<int>& next = bucket[size_t(c)];
       std::sort(next.begin(), next.end());
       next.erase(std::unique(next.begin(), next.end()), next.end());
-      const int32_t t = intern(next);
-      table.push_back(t);
+      table.push_back(intern(next));
+      next.clear();
     }
   }
   const size_t n = sets.size(), nc = size_t(d.n_classes_);

@@ -226,7 +226,9 @@ class Compiler {
     // Properties in order; none (E) or some (S) written before each: a comma only after the first.
     Frag open = n_.seq(n_.bytes("{"), ws());
     int e = open.end, sm = n_.add_state();
-    for (const auto& [name, sub] : props->items()) {
+    for (const auto& item : props->items()) {
+      const std::string& name = item.key();  // (clang: structured bindings cannot be captured in C++20)
+      const Json& sub = item.value();
       const std::string sub_path = path + "/properties/" + name;
       auto member = [&] {
         return n_.seq(n_.seq(n_.seq(n_.seq(n_.bytes(Json(name).dump()), ws()), n_.bytes(":")), ws()),

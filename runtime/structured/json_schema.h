@@ -20,7 +20,7 @@
 
 namespace ckjit::structured {
 
-constexpr int kAnyDepth = 4;
+constexpr int kAnyDepth = 3;
 constexpr int kMaxDfaStates = 60000;
 
 // Error (invalid_argument) for text that is not JSON or a schema outside the subset.

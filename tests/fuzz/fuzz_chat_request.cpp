@@ -1,6 +1,6 @@
 // libFuzzer target for `ckjit serve`'s request bodies: an OpenAI /v1/chat/completions JSON body
 // parsed and validated (messages, content parts, sampling fields, data: URIs through base64 and the
-// image header check). Any input must give a request or an HttpError (a 4xx); any other exception,
+// image header check, response_format schemas through the schema compiler). Any input must give a request or an HttpError (a 4xx); any other exception,
 // crash or sanitizer report is a bug. Local image paths stay refused (the fuzzer reads no files).
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include "include/ckjit.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
+#include "runtime/structured/json_schema.h"
 #include "tools/serve/openai_request.h"
 
 namespace {
@@ -27,6 +28,15 @@ extern "C" ckjit_status ckjit_image_info(const void* data, size_t size, int32_t*
   } catch (const ckjit::Error& e) {
     t_error = e.what();
     return CKJIT_ERR_BAD_IMAGE;
+  }
+}
+extern "C" ckjit_status ckjit_json_schema_check(const char* schema) {
+  try {
+    ckjit::structured::compile_json_schema(schema);
+    return CKJIT_OK;
+  } catch (const ckjit::Error& e) {
+    t_error = e.what();
+    return CKJIT_ERR_INVALID_ARGUMENT;
   }
 }
 extern "C" const char* ckjit_last_error(void) { return t_error.c_str(); }

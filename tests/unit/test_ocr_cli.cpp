@@ -194,6 +194,26 @@ TEST_CASE("ckjit ocr --parallel: pages generated together give the records of on
     if (!j.contains("error")) CHECK(j["tokens"].get<int>() == 3);
 }
 
+TEST_CASE("ckjit ocr --json-schema: each page that reads is a JSON value of the schema") {
+  const Corpus& c = corpus();
+  const fs::path out = c.out("json.jsonl");
+  const std::string schema = R"({"type":"object","properties":{"title":{"type":"string","maxLength":6},"n":{"type":"integer"}},"required":["title","n"]})";
+  ocr_test::write_file(c.dir / "schema.json", schema);
+  CliResult r = run_ckjit("ocr -m " + q(c.model) + " --mmproj " + q(c.mmproj) + " -t 1 --dpi 72 -n 200 --temp 1 --json-schema-file " + q(c.dir / "schema.json") + " -o " + q(out) + " " + q(c.docs));
+  INFO(r.output);
+  int read = 0;
+  for (const auto& j : records(out)) {
+    if (j.contains("error")) continue;
+    ++read;
+    const auto value = nlohmann::json::parse(j["text"].get<std::string>(), nullptr, false);
+    CAPTURE(j["text"]);
+    REQUIRE(value.is_object());
+    CHECK(value["n"].is_number_integer());
+    CHECK(value["title"].is_string());
+  }
+  CHECK(read == 5);
+}
+
 TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only the missing pages done") {
   const Corpus& c = corpus();
   const auto& full = full_run();
@@ -374,6 +394,8 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {"ocr -m " + q(c.dir / "missing.gguf") + " --mmproj " + q(c.mmproj) + " -o " + q(c.out("bad.jsonl")) + " " + q(c.docs),
        "missing.gguf"},
       {"ocr --merge -o " + q(c.out("m.jsonl")) + " " + q(c.dir / "none.jsonl"), "does not exist"},
+      {base + "-j '{\"type\":\"string\",\"pattern\":\"a\"}' " + q(c.docs), "'pattern'"},
+      {base + "--json-schema-file " + q(c.dir / "nope.json") + " " + q(c.docs), "--json-schema-file"},
   };
   for (const auto& [args, want] : cases) {
     CliResult r = run_ckjit(args);

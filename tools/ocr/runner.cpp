@@ -123,6 +123,7 @@ void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
   f.gp.ignore_eos = o.ignore_eos ? 1 : 0;
   f.gp.temp = o.temp;
   f.gp.seed = o.seed;
+  f.gp.json_schema = o.json_schema.empty() ? nullptr : o.json_schema.c_str();
   f.gp.on_token = on_token;
   f.gp.user_data = &f.g;
 }

@@ -27,6 +27,7 @@ struct OcrOptions {
   int image_min_tokens = 8, image_max_tokens = 4096;
   float temp = 0.0f;
   uint64_t seed = 0;               // the same for every page: a page's text does not depend on its neighbours
+  std::string json_schema;         // structured output: each page's text a value of this schema ("" none)
   double dpi = 150.0;
   Shard shard;
   bool retry_errors = false;       // pages recorded as errors are done again (their error records removed)
