@@ -46,6 +46,9 @@ int ocr_main(const std::vector<std::string>& args) {
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed (the same for every page)")
       ("json-schema,j", po::value<std::string>(), "structured output: each page's text is a JSON value of this schema (JSON text, as ckjit run)")
       ("json-schema-file", po::value<std::string>(), "... the schema read from FILE")
+      ("repeat-penalty", po::value<float>()->default_value(1.0f), "penalize repeated tokens (llama.cpp's; 1 = off)")
+      ("max-repeats", po::value<int>()->default_value(8), "stop a page whose text ends in one unit (up to 64 tokens, 32 or more in all) repeated this often: finish_reason \"repetition\" (0 = off; off with --ignore-eos)")
+      ("grounding", "record the boxes of the answer (Qwen3-VL's 0-1000 grid: \"bbox_2d\" or box markers) rescaled to page pixels as \"boxes\"")
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
       ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
@@ -104,6 +107,11 @@ int ocr_main(const std::vector<std::string>& args) {
   o.n_ctx = vm["ctx-size"].as<int>();
   o.temp = vm["temp"].as<float>();
   o.seed = vm["seed"].as<uint64_t>();
+  o.repeat_penalty = vm["repeat-penalty"].as<float>();
+  o.max_repeats = vm["max-repeats"].as<int>();
+  o.grounding = vm.count("grounding") != 0;
+  if (!(o.repeat_penalty > 0.0f)) return usage_error("--repeat-penalty must be positive");
+  if (o.max_repeats < 0) return usage_error("--max-repeats must be 0 (off) or more");
   if (vm.count("json-schema") && vm.count("json-schema-file")) return usage_error("give --json-schema or --json-schema-file, not both");
   if (vm.count("json-schema")) o.json_schema = vm["json-schema"].as<std::string>();
   if (vm.count("json-schema-file")) {

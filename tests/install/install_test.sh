@@ -19,7 +19,7 @@ fail() { echo "install test: FAILED: $*" >&2; exit 1; }
 
 step "cmake --install into $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" >"$TMP/install.log" || { cat "$TMP/install.log"; fail "cmake --install"; }
-for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.0.3.1" "$LIBDIR/pkgconfig/ckjit.pc" \
+for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.0.3.2" "$LIBDIR/pkgconfig/ckjit.pc" \
          "$LIBDIR/cmake/ckjit/ckjitConfig.cmake" "$LIBDIR/cmake/ckjit/ckjitConfigVersion.cmake"; do
   [ -f "$P/$f" ] || fail "$f not installed"
 done

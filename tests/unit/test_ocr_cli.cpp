@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -192,6 +193,54 @@ TEST_CASE("ckjit ocr --parallel: pages generated together give the records of on
   INFO(r.output);
   for (const auto& j : records(out))
     if (!j.contains("error")) CHECK(j["tokens"].get<int>() == 3);
+}
+
+TEST_CASE("ckjit ocr records: the page's pixels and a PDF page's DPI and the image rows and why the text ended") {
+  std::map<std::string, std::pair<int, int>> sizes;
+  for (const json& j : full_run()) {
+    if (j.contains("error")) continue;
+    const std::string name = fs::path(j["source"].get<std::string>()).filename().string() + "#" + std::to_string(j["page"].get<int>());
+    sizes[name] = {j["width"].get<int>(), j["height"].get<int>()};
+    CHECK(j["image_rows"].get<int>() > 0);
+    CHECK(j["finish_reason"] == (j["tokens"].get<int>() == 3 ? "length" : "stop"));
+    CHECK(j.contains("dpi") == (name.rfind("doc.pdf", 0) == 0));
+    if (j.contains("dpi")) CHECK(j["dpi"].get<double>() == 72.0);
+  }
+  const std::map<std::string, std::pair<int, int>> want{
+      {"square.png#1", {64, 64}}, {"grey.png#1", {96, 80}}, {"wide.png#1", {200, 48}}, {"doc.pdf#1", {120, 90}}, {"doc.pdf#3", {80, 60}}};
+  CHECK(sizes == want);
+}
+
+TEST_CASE("ckjit ocr --grounding: the answer's 0-1000 boxes are in the record in page pixels") {
+  const Corpus& c = corpus();
+  const fs::path out = c.out("grounding.jsonl");
+  const std::string schema = R"({"type":"array","minItems":1,"maxItems":2,"items":{"type":"object","properties":{
+      "bbox_2d":{"type":"array","minItems":4,"maxItems":4,"items":{"type":"integer"}},"label":{"type":"string","maxLength":4}},
+      "required":["bbox_2d","label"]}})";
+  ocr_test::write_file(c.dir / "boxes.json", schema);
+  CliResult r = run_ckjit("ocr -m " + q(c.model) + " --mmproj " + q(c.mmproj) + " -t 1 --dpi 72 -n 300 --temp 1 --grounding --json-schema-file " +
+                          q(c.dir / "boxes.json") + " -o " + q(out) + " " + q(c.docs / "wide.png") + " " + q(c.docs / "doc.pdf"));
+  INFO(r.output);
+  int pages = 0;
+  for (const json& j : records(out)) {
+    if (j.contains("error")) continue;
+    ++pages;
+    CAPTURE(j.dump());
+    REQUIRE(j["finish_reason"] == "stop");
+    const json answer = json::parse(j["text"].get<std::string>());
+    REQUIRE(j["boxes"].size() == answer.size());
+    const double w = j["width"].get<double>(), h = j["height"].get<double>();
+    for (size_t i = 0; i < answer.size(); ++i) {
+      const json& b = j["boxes"][i];
+      CHECK(b["label"] == answer[i]["label"]);
+      CHECK(b["bbox_2d"] == answer[i]["bbox_2d"]);
+      for (int k = 0; k < 4; ++k) {
+        const double g = std::clamp(answer[i]["bbox_2d"][k].get<double>(), 0.0, 1000.0);
+        CHECK(b["bbox_px"][k].get<double>() == doctest::Approx(g * (k % 2 ? h : w) / 1000.0));
+      }
+    }
+  }
+  CHECK(pages == 3);
 }
 
 TEST_CASE("ckjit ocr --json-schema: each page that reads is a JSON value of the schema") {
@@ -396,6 +445,8 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {"ocr --merge -o " + q(c.out("m.jsonl")) + " " + q(c.dir / "none.jsonl"), "does not exist"},
       {base + "-j '{\"type\":\"string\",\"pattern\":\"a\"}' " + q(c.docs), "'pattern'"},
       {base + "--json-schema-file " + q(c.dir / "nope.json") + " " + q(c.docs), "--json-schema-file"},
+      {base + "--max-repeats -1 " + q(c.docs), "--max-repeats"},
+      {base + "--repeat-penalty 0 " + q(c.docs), "--repeat-penalty"},
   };
   for (const auto& [args, want] : cases) {
     CliResult r = run_ckjit(args);

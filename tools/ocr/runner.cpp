@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <algorithm>
 #include <set>
@@ -11,6 +13,8 @@
 
 #include "include/ckjit.h"
 #include "runtime/error.h"
+#include "runtime/grounding.h"
+#include "runtime/repetition_guard.h"
 #include "tools/ocr/journal.h"
 #include "tools/ocr/pdf.h"
 #include "tools/ocr/progress.h"
@@ -75,15 +79,34 @@ class Engine {
 
 struct Generated {
   std::string text;
-  bool stopped = false;
+  bool stopped = false;   // interrupted (Ctrl-C)
+  bool looping = false;   // the repetition guard fired
   const std::function<bool()>* stop = nullptr;
+  RepetitionGuard guard;
 };
 
-int on_token(int32_t, const char* text, void* user) {
+int on_token(int32_t id, const char* text, void* user) {
   auto* g = static_cast<Generated*>(user);
   g->text += text;
   if (*g->stop && (*g->stop)()) g->stopped = true;
-  return g->stopped ? 1 : 0;
+  if (g->guard.push(id)) g->looping = true;
+  return g->stopped || g->looping ? 1 : 0;
+}
+
+const char* finish_reason(ckjit_stop_reason r, bool looping) {
+  if (looping) return "repetition";
+  switch (r) {
+    case CKJIT_STOP_END_OF_GENERATION: return "stop";
+    case CKJIT_STOP_LENGTH: return "length";
+    case CKJIT_STOP_CONTEXT_FULL: return "context_full";
+    default: return "interrupted";
+  }
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path + "'");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void check(ckjit_session* s, ckjit_status st, const char* step) {
@@ -97,6 +120,7 @@ struct InFlight {
   Record rec;
   Clock::time_point start;
   double render_ms = 0;
+  int width = 0, height = 0;  // the page image's pixels
   std::string error;
   Generated g;
   ckjit_generate_params gp{};
@@ -107,34 +131,52 @@ struct InFlight {
 void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
   ckjit_session* s = f.s;
   check(s, ckjit_session_reset(s), "reset");
+  std::vector<uint8_t> bytes;
   if (f.page->kind == DocKind::pdf) {
     const auto t = Clock::now();
-    const std::vector<uint8_t> bmp = pdf.render_bmp(f.page->source, f.page->page, o.dpi);
+    bytes = pdf.render_bmp(f.page->source, f.page->page, o.dpi);
     f.render_ms = ms_since(t);
-    check(s, ckjit_session_add_image_bytes(s, bmp.data(), bmp.size()), "image");
   } else {
-    check(s, ckjit_session_add_image_file(s, f.page->source.c_str()), "image");
+    bytes = read_file(f.page->source);
   }
+  // Errors name the file (the library sees only bytes).
+  const std::string what = "image " + f.page->source;
+  int32_t w = 0, h = 0;
+  if (ckjit_image_info(bytes.data(), bytes.size(), &w, &h) != CKJIT_OK) throw Error(what + ": " + ckjit_last_error());
+  f.width = w, f.height = h;
+  check(s, ckjit_session_add_image_bytes(s, bytes.data(), bytes.size()), what.c_str());
   check(s, ckjit_session_add_text(s, o.prompt.c_str()), "prompt");
   f.g.stop = &o.stop;
+  f.g.guard = RepetitionGuard(o.ignore_eos ? 0 : o.max_repeats);
   ckjit_generate_params_default(&f.gp);
   f.gp.n_predict = o.n_predict;
   f.gp.chat = 1;
   f.gp.ignore_eos = o.ignore_eos ? 1 : 0;
   f.gp.temp = o.temp;
   f.gp.seed = o.seed;
+  f.gp.repeat_penalty = o.repeat_penalty;
   f.gp.json_schema = o.json_schema.empty() ? nullptr : o.json_schema.c_str();
   f.gp.on_token = on_token;
   f.gp.user_data = &f.g;
 }
 
 // The generated page into its record.
-void finish_page(InFlight& f, size_t n) {
+void finish_page(const OcrOptions& o, InFlight& f, size_t n) {
   ckjit_timings t;
   ckjit_timings_init(&t);
   check(f.s, ckjit_session_timings(f.s, &t), "timings");
   f.rec["text"] = f.g.text;
   f.rec["tokens"] = n;
+  f.rec["finish_reason"] = finish_reason(ckjit_session_stop_reason(f.s), f.g.looping);
+  f.rec["width"] = f.width, f.rec["height"] = f.height;
+  if (f.page->kind == DocKind::pdf) f.rec["dpi"] = o.dpi;
+  f.rec["image_rows"] = t.n_image_rows;
+  if (o.grounding) {
+    nlohmann::json boxes = nlohmann::json::array();
+    for (const grounding::Box& b : grounding::find_boxes(f.g.text, f.width, f.height))
+      boxes.push_back({{"label", b.label}, {"bbox_2d", b.grid}, {"bbox_px", b.px}});
+    f.rec["boxes"] = boxes;
+  }
   f.rec["timings"] = {{"render_ms", f.render_ms},     {"encode_ms", t.encode_ms},   {"prefill_ms", t.prefill_ms},
                       {"image_prefill_ms", t.image_prefill_ms}, {"decode_ms", t.decode_ms}, {"n_prompt", t.n_prompt},
                       {"n_image_rows", t.n_image_rows}};
@@ -227,7 +269,7 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
       InFlight& f = *running[k];
       try {
         check(f.s, st[k], "generate");
-        finish_page(f, n[k]);
+        finish_page(o, f, n[k]);
       } catch (const std::exception& e) {
         f.error = e.what();
       }

@@ -28,6 +28,9 @@ struct OcrOptions {
   float temp = 0.0f;
   uint64_t seed = 0;               // the same for every page: a page's text does not depend on its neighbours
   std::string json_schema;         // structured output: each page's text a value of this schema ("" none)
+  float repeat_penalty = 1.0f;     // llama.cpp's repetition penalty (1: off)
+  int max_repeats = 8;             // a page whose text ends in one unit repeated this often stops: finish_reason "repetition" (0: off)
+  bool grounding = false;          // record the answer's 0-1000 boxes in page pixels ("boxes")
   double dpi = 150.0;
   Shard shard;
   bool retry_errors = false;       // pages recorded as errors are done again (their error records removed)
