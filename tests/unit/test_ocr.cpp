@@ -78,6 +78,10 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
   // Sources are the folder as given joined with the relative path (stable across machines for
   // the same command line).
   CHECK(docs[0].source == (d / "UPPER.PNG").string());
+  // One spelling per file: the journal key of "./x", "x" and "a/../x" is one.
+  const auto same = enumerate_documents({(d / "." / "b.png").string(), (d / "a" / ".." / "b.png").string(), (d / "b.png").string()});
+  REQUIRE(same.size() == 1);
+  CHECK(same[0].source == (d / "b.png").string());
   CHECK_THROWS_WITH_AS(enumerate_documents({(t.path / "missing").string()}), doctest::Contains("does not exist"), ckjit::Error);
 }
 
@@ -199,10 +203,10 @@ TEST_CASE("ocr progress: durations / the bar with rate and ETA / one plain line 
   CHECK(format_duration(7620) == "2h07m");
   CHECK(format_duration(-1) == "--");
   CHECK(format_duration(1.0 / 0.0) == "--");
-  CHECK(format_progress(0, 4, 0, 8) == "[>       ] 0/4 pages  0.00 pages/s  ETA --");
-  CHECK(format_progress(2, 4, 10, 8) == "[====>   ] 2/4 pages  0.20 pages/s  ETA 10s");
-  CHECK(format_progress(4, 4, 2, 8) == "[========] 4/4 pages  2.00 pages/s  ETA 0s");
-  CHECK(format_progress(0, 0, 0, 4) == "[====] 0/0 pages  0.00 pages/s  ETA --");
+  CHECK(format_progress(0, 4, 0, 8) == "[>       ] 0/4 pages  0.0 pages/min  ETA --");
+  CHECK(format_progress(2, 4, 10, 8) == "[====>   ] 2/4 pages  12.0 pages/min  ETA 10s");
+  CHECK(format_progress(4, 4, 2, 8) == "[========] 4/4 pages  120.0 pages/min  ETA 0s");
+  CHECK(format_progress(0, 0, 0, 4) == "[====] 0/0 pages  0.0 pages/min  ETA --");
 
   std::FILE* f = std::tmpfile();
   REQUIRE(f);

@@ -211,6 +211,32 @@ TEST_CASE("ckjit ocr records: the page's pixels and a PDF page's DPI and the ima
   CHECK(sizes == want);
 }
 
+TEST_CASE("ckjit ocr: a resume with another prompt or DPI is refused naming them unless --force-resume") {
+  const Corpus& c = corpus();
+  const fs::path out = c.out("settings.jsonl");
+  const std::string base = "ocr -m " + q(c.model) + " --mmproj " + q(c.mmproj) + " -n 3 -t 1 -o " + q(out) + " ";
+  CliResult first = run_ckjit(base + "--dpi 72 -p 'Read.' " + q(c.docs / "wide.png"));
+  REQUIRE_MESSAGE(first.status == 0, first.output);
+  CHECK(fs::exists(fs::path(out.string() + ".settings.json")));
+  CliResult other = run_ckjit(base + "--dpi 96 -p 'Read it.' " + q(c.docs / "wide.png") + " " + q(c.docs / "a"));
+  INFO(other.output);
+  CHECK(other.status != 0);
+  CHECK(other.output.find("prompt") != std::string::npos);
+  CHECK(other.output.find("dpi") != std::string::npos);
+  CHECK(other.output.find("--force-resume") != std::string::npos);
+  CHECK(records(out).size() == 1);  // nothing added
+  // The same settings resume; "./" and a folder's own path name the same page.
+  CliResult same = run_ckjit(base + "--dpi 72 -p 'Read.' " + q(c.docs / "." / "wide.png") + " " + q(c.docs / "a"));
+  INFO(same.output);
+  CHECK(same.status == 0);
+  CHECK(same.output.find("1 already in") != std::string::npos);
+  CHECK(records(out).size() == 3);
+  CliResult forced = run_ckjit(base + "--dpi 96 -p 'Read it.' --force-resume " + q(c.docs / "wide.png") + " " + q(c.docs / "doc.pdf"));
+  INFO(forced.output);
+  CHECK(forced.output.find("1 already in") != std::string::npos);  // wide.png is not done again
+  CHECK(records(out).size() == 6);  // doc.pdf: 3 pages (one too large: an error record)
+}
+
 TEST_CASE("ckjit ocr --grounding: the answer's 0-1000 boxes are in the record in page pixels") {
   const Corpus& c = corpus();
   const fs::path out = c.out("grounding.jsonl");

@@ -45,7 +45,11 @@ std::optional<DocKind> classify_file(const std::string& path) {
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs) {
   std::vector<Document> out;
   std::set<std::string> seen;  // a file named twice (alone and in its folder) is one document
-  auto add = [&](const std::string& path, DocKind kind) {
+  // One spelling per file: "./a.png", "a.png" and "x/../a.png" are one document and one journal key
+  // (lexically: no symlinks resolved and relative paths kept relative, so shards stay the same on
+  // every machine that runs the same command line).
+  auto add = [&](const std::string& given, DocKind kind) {
+    const std::string path = fs::path(given).lexically_normal().string();
     if (seen.insert(path).second) out.push_back({path, kind});
   };
   for (const std::string& in : inputs) {

@@ -32,7 +32,7 @@ std::string format_progress(size_t done, size_t total, double elapsed_s, int wid
   const double rate = elapsed_s > 0 && done > 0 ? double(done) / elapsed_s : 0.0;
   const double eta = rate > 0 ? double(total - std::min(done, total)) / rate : -1.0;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s %zu/%zu pages  %.2f pages/s  ETA %s", bar.c_str(), done, total, rate,
+  std::snprintf(buf, sizeof buf, "%s %zu/%zu pages  %.1f pages/min  ETA %s", bar.c_str(), done, total, rate * 60.0,
                 format_duration(eta).c_str());
   return buf;
 }

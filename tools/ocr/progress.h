@@ -1,6 +1,6 @@
 #pragma once
 // Progress of `ckjit ocr` on stderr: a bar redrawn in place on a terminal, a plain line per page
-// otherwise (logs of batch jobs), both with pages/s and the ETA of the pages left in this run.
+// otherwise (logs of batch jobs), both with pages/min and the ETA of the pages left in this run.
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -10,7 +10,7 @@ namespace ckjit::ocr {
 // "45s", "3m05s", "2h07m"; "--" for an unknown (negative, NaN or infinite) duration.
 std::string format_duration(double seconds);
 
-// "[=========>          ] 12/40 pages  0.85 pages/s  ETA 33s": done of total, the rate over
+// "[=========>          ] 12/40 pages  51.0 pages/min  ETA 33s": done of total, the rate over
 // elapsed seconds (ETA unknown until a page is done), a bar of width characters.
 std::string format_progress(size_t done, size_t total, double elapsed_s, int width = 24);
 

@@ -18,6 +18,7 @@
 #include "tools/ocr/journal.h"
 #include "tools/ocr/pdf.h"
 #include "tools/ocr/progress.h"
+#include "tools/ocr/run_settings.h"
 
 namespace ckjit::ocr {
 
@@ -190,6 +191,7 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   const std::vector<Page> all = expand_pages(docs);
   sum.pages_total = all.size();
   const JournalRead journal = read_journal(o.out);
+  check_and_store_settings(o, journal.records, o.force_resume);
   if (journal.dropped_partial)
     std::fprintf(log, "ocr: %s: removed an unfinished last line (a killed run's page in progress: \"%s...\")\n",
                  o.out.c_str(), journal.dropped_text.c_str());

@@ -33,6 +33,7 @@ struct OcrOptions {
   bool grounding = false;          // record the answer's 0-1000 boxes in page pixels ("boxes")
   double dpi = 150.0;
   Shard shard;
+  bool force_resume = false;       // resume a journal made with other settings (tools/ocr/run_settings.h)
   bool retry_errors = false;       // pages recorded as errors are done again (their error records removed)
   bool progress_tty = false;       // redraw a bar (stderr is a terminal) instead of a line per page
   std::function<bool()> stop;      // polled between pages and tokens (Ctrl-C); may be empty
