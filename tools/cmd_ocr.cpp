@@ -52,6 +52,7 @@ int ocr_main(const std::vector<std::string>& args) {
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
       ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
+      ("format", po::value<std::string>()->default_value("jsonl"), "jsonl (the journal only) | md | txt: also each page's text in its own file beside the journal (docs_a.pdf-p3.md)")
       ("force-resume", "resume a journal whose pages were made with other settings (model, prompt, DPI, schema, sampling...; refused otherwise)")
       ("retry-errors", "do the pages recorded as errors again (their error records are replaced); default: skip them")
       ("shard", po::value<std::string>(), "i/N: only this 0-based shard of N (0 <= i < N); a page's shard depends on its source path and number only")
@@ -127,6 +128,8 @@ int ocr_main(const std::vector<std::string>& args) {
   o.dpi = vm["dpi"].as<double>();
   o.retry_errors = vm.count("retry-errors") != 0;
   o.force_resume = vm.count("force-resume") != 0;
+  o.format = vm["format"].as<std::string>();
+  if (o.format != "jsonl" && o.format != "md" && o.format != "txt") return usage_error("--format must be jsonl, md or txt");
   o.ignore_eos = vm.count("ignore-eos") != 0;
   o.parallel = vm["parallel"].as<int>();
   if (o.parallel < 1 || o.parallel > 64) return usage_error("--parallel must be between 1 and 64");

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "tests/unit/cli_run.h"
 #include "tests/unit/ocr_test_files.h"
 #include "tests/unit/skip.h"
+#include "tools/ocr/runner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -235,6 +238,35 @@ TEST_CASE("ckjit ocr: a resume with another prompt or DPI is refused naming them
   INFO(forced.output);
   CHECK(forced.output.find("1 already in") != std::string::npos);  // wide.png is not done again
   CHECK(records(out).size() == 6);  // doc.pdf: 3 pages (one too large: an error record)
+}
+
+TEST_CASE("ckjit ocr --format md: each page's text also in its own file beside the journal") {
+  const Corpus& c = corpus();
+  const fs::path dir = c.dir / "md";
+  fs::create_directories(dir);
+  const fs::path out = dir / "pages.jsonl";
+  CliResult r = run_ckjit("ocr " + c.common + " --format md -o " + q(out) + " " + q(c.docs / "wide.png") + " " + q(c.docs / "doc.pdf"));
+  INFO(r.output);
+  int files = 0;
+  for (const json& j : records(out)) {
+    const std::string src = j["source"].get<std::string>();
+    const bool pdf = src.size() > 4 && src.substr(src.size() - 4) == ".pdf";
+    const fs::path p = ckjit::ocr::page_file_path(out.string(), src, j["page"].get<int>(), pdf, "md");
+    CAPTURE(p);
+    CHECK(p.parent_path() == dir);
+    if (j.contains("error")) {
+      CHECK_FALSE(fs::exists(p));
+      continue;
+    }
+    ++files;
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    CHECK(ss.str() == j["text"].get<std::string>() + (j["text"].get<std::string>().empty() || j["text"].get<std::string>().back() != '\n' ? "\n" : ""));
+  }
+  CHECK(files == 3);
+  CHECK(ckjit::ocr::page_file_path("/x/out.jsonl", "/data/a/b.pdf", 3, true, "md") == "/x/data_a_b.pdf-p3.md");
+  CHECK(ckjit::ocr::page_file_path("out.jsonl", "./a.png", 1, false, "txt") == "a.png.txt");
 }
 
 TEST_CASE("ckjit ocr --grounding: the answer's 0-1000 boxes are in the record in page pixels") {
@@ -472,6 +504,7 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {base + "-j '{\"type\":\"string\",\"pattern\":\"a\"}' " + q(c.docs), "'pattern'"},
       {base + "--json-schema-file " + q(c.dir / "nope.json") + " " + q(c.docs), "--json-schema-file"},
       {base + "--max-repeats -1 " + q(c.docs), "--max-repeats"},
+      {base + "--format html " + q(c.docs), "--format"},
       {base + "--repeat-penalty 0 " + q(c.docs), "--repeat-penalty"},
   };
   for (const auto& [args, want] : cases) {

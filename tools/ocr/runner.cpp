@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -183,7 +184,26 @@ void finish_page(const OcrOptions& o, InFlight& f, size_t n) {
                       {"n_image_rows", t.n_image_rows}};
 }
 
+void write_page_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!text.empty() && text.back() != '\n') out << '\n';
+    if (!out.flush()) throw Error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 }  // namespace
+
+std::string page_file_path(const std::string& journal, const std::string& source, int page, bool pdf, const std::string& ext) {
+  std::string name = std::filesystem::path(source).lexically_normal().relative_path().string();
+  for (char& c : name)
+    if (c == '/') c = '_';
+  if (pdf) name += "-p" + std::to_string(page);
+  return (std::filesystem::path(journal).parent_path() / (name + "." + ext)).string();
+}
 
 OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   OcrSummary sum;
@@ -283,6 +303,8 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
         ++sum.failed;
       }
       writer.append(f.rec);
+      if (o.format != "jsonl" && f.error.empty())
+        write_page_file(page_file_path(o.out, f.page->source, f.page->page, f.page->kind == DocKind::pdf, o.format), f.rec["text"].get<std::string>());
       ++sum.done;
       progress.page_done(f.page->source + (f.page->kind == DocKind::pdf ? " p" + std::to_string(f.page->page) : ""),
                          f.error.empty(), ms_since(f.start) / 1000.0);

@@ -33,6 +33,7 @@ struct OcrOptions {
   bool grounding = false;          // record the answer's 0-1000 boxes in page pixels ("boxes")
   double dpi = 150.0;
   Shard shard;
+  std::string format = "jsonl";    // jsonl; md or txt: also each page's text in a file beside the journal (page_file_path)
   bool force_resume = false;       // resume a journal made with other settings (tools/ocr/run_settings.h)
   bool retry_errors = false;       // pages recorded as errors are done again (their error records removed)
   bool progress_tty = false;       // redraw a bar (stderr is a terminal) instead of a line per page
@@ -51,6 +52,10 @@ struct OcrSummary {
 
 // Runs the batch; progress and the summary lines go to log. Throws ckjit::Error for what stops the
 // whole batch (the model does not load, the journal cannot be written).
+// Where --format md|txt writes a page's text: beside the journal, named after the source path
+// ('/' as '_') and, for a PDF, the page: out/ "docs_a.pdf-p3.md".
+std::string page_file_path(const std::string& journal, const std::string& source, int page, bool pdf, const std::string& ext);
+
 OcrSummary run_ocr(const OcrOptions& options, std::FILE* log);
 
 }  // namespace ckjit::ocr
