@@ -52,6 +52,7 @@ int ocr_main(const std::vector<std::string>& args) {
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per page")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per page")
       ("dpi", po::value<double>()->default_value(150.0), "resolution PDF pages are rasterized at (10..1200)")
+      ("max-side", po::value<int>()->default_value(0), "render a PDF page at a lower DPI where its longest side would pass PX pixels (e.g. 1288; 0 = off); the record's dpi says which")
       ("format", po::value<std::string>()->default_value("jsonl"), "jsonl (the journal only) | md | txt: also each page's text in its own file beside the journal (docs_a.pdf-p3.md)")
       ("force-resume", "resume a journal whose pages were made with other settings (model, prompt, DPI, schema, sampling...; refused otherwise)")
       ("retry-errors", "do the pages recorded as errors again (their error records are replaced); default: skip them")
@@ -126,6 +127,8 @@ int ocr_main(const std::vector<std::string>& args) {
   o.image_min_tokens = vm["image-min-tokens"].as<int>();
   o.image_max_tokens = vm["image-max-tokens"].as<int>();
   o.dpi = vm["dpi"].as<double>();
+  o.max_side = vm["max-side"].as<int>();
+  if (o.max_side < 0 || o.max_side > 65536) return usage_error("--max-side must be between 0 (off) and 65536");
   o.retry_errors = vm.count("retry-errors") != 0;
   o.force_resume = vm.count("force-resume") != 0;
   o.format = vm["format"].as<std::string>();

@@ -240,6 +240,23 @@ TEST_CASE("ckjit ocr: a resume with another prompt or DPI is refused naming them
   CHECK(records(out).size() == 6);  // doc.pdf: 3 pages (one too large: an error record)
 }
 
+TEST_CASE("ckjit ocr --max-side: a PDF page's longest side is capped by a lower DPI that the record names") {
+  const Corpus& c = corpus();
+  const fs::path out = c.out("maxside.jsonl");
+  // doc.pdf page 1 is 120 x 90 pt: 240 x 180 px at 144 dpi, capped to 100 px wide at 60 dpi.
+  CliResult r = run_ckjit("ocr -m " + q(c.model) + " --mmproj " + q(c.mmproj) + " -n 3 -t 1 --dpi 144 --max-side 100 -o " + q(out) + " " +
+                          q(c.docs / "doc.pdf") + " " + q(c.docs / "wide.png"));
+  INFO(r.output);
+  std::map<std::string, json> by;
+  for (const json& j : records(out)) by[fs::path(j["source"].get<std::string>()).filename().string() + "#" + std::to_string(j["page"].get<int>())] = j;
+  REQUIRE(by.count("doc.pdf#1"));
+  CHECK(by["doc.pdf#1"]["dpi"].get<double>() == doctest::Approx(60.0));
+  CHECK(by["doc.pdf#1"]["width"] == 100);
+  CHECK(by["doc.pdf#1"]["height"] == 75);
+  CHECK(by["doc.pdf#2"].contains("error") == false);  // the huge page now fits
+  CHECK(by["wide.png#1"]["width"] == 200);              // images are not resized
+}
+
 TEST_CASE("ckjit ocr --format md: each page's text also in its own file beside the journal") {
   const Corpus& c = corpus();
   const fs::path dir = c.dir / "md";
@@ -505,6 +522,7 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {base + "--json-schema-file " + q(c.dir / "nope.json") + " " + q(c.docs), "--json-schema-file"},
       {base + "--max-repeats -1 " + q(c.docs), "--max-repeats"},
       {base + "--format html " + q(c.docs), "--format"},
+      {base + "--max-side -5 " + q(c.docs), "--max-side"},
       {base + "--repeat-penalty 0 " + q(c.docs), "--repeat-penalty"},
   };
   for (const auto& [args, want] : cases) {

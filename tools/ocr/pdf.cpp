@@ -6,6 +6,7 @@
 #include <poppler-page-renderer.h>
 #include <poppler-page.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -85,7 +86,7 @@ struct PdfRasterizer::Open {
 PdfRasterizer::PdfRasterizer() = default;
 PdfRasterizer::~PdfRasterizer() = default;
 
-std::vector<uint8_t> PdfRasterizer::render_bmp(const std::string& path, int page, double dpi) {
+std::vector<uint8_t> PdfRasterizer::render_bmp(const std::string& path, int page, double dpi, int max_side, double* used_dpi) {
   if (!open_ || open_->path != path) {
     open_.reset();
     auto doc = open_pdf(path);
@@ -99,6 +100,10 @@ std::vector<uint8_t> PdfRasterizer::render_bmp(const std::string& path, int page
   std::unique_ptr<poppler::page> p(doc.create_page(page - 1));
   if (!p) throw Error(where + ": " + with_detail("cannot read the page"));
   const poppler::rectf box = p->page_rect(poppler::crop_box);
+  // --max-side: the DPI lowered so that the longest side is at most max_side pixels.
+  const double longest = std::max(box.width(), box.height());
+  if (max_side > 0 && longest > 0) dpi = std::min(dpi, std::floor(max_side * 72.0 / longest * 1000.0) / 1000.0);
+  if (used_dpi) *used_dpi = dpi;
   const double pw = std::ceil(box.width() * dpi / 72.0), ph = std::ceil(box.height() * dpi / 72.0);
   if (!(pw >= 1 && ph >= 1)) throw Error(where + ": the page has no area (" + std::to_string(box.width()) + " x " +
                                          std::to_string(box.height()) + " pt)");

@@ -26,7 +26,8 @@ class PdfRasterizer {
   PdfRasterizer();
   ~PdfRasterizer();
   // The page (1-based) of the PDF at path at dpi, as BMP bytes; throws ckjit::Error with the reason.
-  std::vector<uint8_t> render_bmp(const std::string& path, int page, double dpi);
+  // max_side > 0: at a lower DPI where the longest side would pass max_side pixels (*used_dpi says).
+  std::vector<uint8_t> render_bmp(const std::string& path, int page, double dpi, int max_side = 0, double* used_dpi = nullptr);
 
  private:
   struct Open;

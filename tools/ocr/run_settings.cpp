@@ -15,7 +15,7 @@ std::string settings_path(const std::string& journal) { return journal + ".setti
 Record run_settings(const OcrOptions& o) {
   auto file = [](const std::string& p) { return p.empty() ? std::string() : fs::absolute(p).lexically_normal().string(); };
   return Record{{"model", file(o.model)},           {"mmproj", file(o.mmproj)},
-                {"prompt", o.prompt},               {"dpi", o.dpi},
+                {"prompt", o.prompt},               {"dpi", o.dpi}, {"max_side", o.max_side},
                 {"n_predict", o.n_predict},         {"temp", o.temp},
                 {"seed", o.seed},                   {"json_schema", o.json_schema},
                 {"repeat_penalty", o.repeat_penalty}, {"max_repeats", o.max_repeats},

@@ -123,6 +123,7 @@ struct InFlight {
   Clock::time_point start;
   double render_ms = 0;
   int width = 0, height = 0;  // the page image's pixels
+  double dpi = 0;             // a PDF page's rendering DPI (--dpi, or lower for --max-side)
   std::string error;
   Generated g;
   ckjit_generate_params gp{};
@@ -136,7 +137,7 @@ void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
   std::vector<uint8_t> bytes;
   if (f.page->kind == DocKind::pdf) {
     const auto t = Clock::now();
-    bytes = pdf.render_bmp(f.page->source, f.page->page, o.dpi);
+    bytes = pdf.render_bmp(f.page->source, f.page->page, o.dpi, o.max_side, &f.dpi);
     f.render_ms = ms_since(t);
   } else {
     bytes = read_file(f.page->source);
@@ -171,7 +172,7 @@ void finish_page(const OcrOptions& o, InFlight& f, size_t n) {
   f.rec["tokens"] = n;
   f.rec["finish_reason"] = finish_reason(ckjit_session_stop_reason(f.s), f.g.looping);
   f.rec["width"] = f.width, f.rec["height"] = f.height;
-  if (f.page->kind == DocKind::pdf) f.rec["dpi"] = o.dpi;
+  if (f.page->kind == DocKind::pdf) f.rec["dpi"] = f.dpi;
   f.rec["image_rows"] = t.n_image_rows;
   if (o.grounding) {
     nlohmann::json boxes = nlohmann::json::array();

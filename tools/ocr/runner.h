@@ -32,6 +32,7 @@ struct OcrOptions {
   int max_repeats = 8;             // a page whose text ends in one unit repeated this often stops: finish_reason "repetition" (0: off)
   bool grounding = false;          // record the answer's 0-1000 boxes in page pixels ("boxes")
   double dpi = 150.0;
+  int max_side = 0;                // > 0: PDF pages rendered at a lower DPI where their longest side would pass it
   Shard shard;
   std::string format = "jsonl";    // jsonl; md or txt: also each page's text in a file beside the journal (page_file_path)
   bool force_resume = false;       // resume a journal made with other settings (tools/ocr/run_settings.h)
