@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "runtime/error.h"
+#include "runtime/image/exif.h"
 #include "runtime/image/jpeg_check.h"
 #include "runtime/image/png_check.h"
 #include "runtime/image/stb_decoder.h"
@@ -84,12 +85,14 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
   if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
   if (too_big(w, h)) refuse(w, h);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
-  return Header{format, w, h, channels};
+  const int o = format == Format::Jpeg ? exif_orientation(bytes) : 1;
+  return orientation_swaps_sides(o) ? Header{format, h, w, channels, o} : Header{format, w, h, channels, o};
 }
 
 Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
   const Header hd = read_header(bytes, name, limits);
-  const int w = hd.width, h = hd.height;
+  const bool swapped = orientation_swaps_sides(hd.orientation);
+  const int w = swapped ? hd.height : hd.width, h = swapped ? hd.width : hd.height;  // as stored
   const size_t cap = max_decode_alloc(w, h, bytes.size());
   const stb::Pixels px = stb::decode_rgb(bytes, cap);
   if (px.over_cap)
@@ -101,7 +104,8 @@ Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const Decod
   out.width = w;
   out.height = h;
   out.pixels.assign(px.rgb.get(), px.rgb.get() + size_t(w) * size_t(h) * 3);
-  return out;
+  // Phone photos stored sideways come out upright (llama.cpp's stb path does not turn them).
+  return hd.orientation == 1 ? out : apply_orientation(out, hd.orientation);
 }
 
 Rgb8 load(const std::string& path, const DecodeLimits& limits) {

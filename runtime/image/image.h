@@ -28,7 +28,8 @@ Format sniff_format(std::span<const uint8_t> bytes);
 
 struct Header {
   Format format = Format::Unknown;
-  int width = 0, height = 0, channels = 0;
+  int width = 0, height = 0, channels = 0;  // upright: a JPEG's EXIF orientation applied (runtime/image/exif.h)
+  int orientation = 1;                      // EXIF orientation (1: as stored)
 };
 // The format and size from the header alone (no pixel decoded): every check decode() makes before
 // decoding (signature, size limits, JPEG tables). `name` stands for the image in error messages
