@@ -83,6 +83,11 @@ async function main() {
         Object.keys(value).length === 2, `json_schema content holds the schema: ${content}`);
   check(structured.choices[0].finish_reason === 'stop', `json_schema: finish_reason stop (${structured.choices[0].finish_reason})`);
 
+  // Legacy text completions: the prompt as given.
+  const legacy = await client.completions.create({ model, prompt: 'The total is', max_tokens: 4, temperature: 0 });
+  check(legacy.object === 'text_completion' && typeof legacy.choices[0].text === 'string' && legacy.usage.completion_tokens >= 1,
+        `completions: a text_completion (${JSON.stringify(legacy.choices[0])})`);
+
   // A wrong key: AuthenticationError (401).
   const wrong = new OpenAI({ baseURL, apiKey: apiKey + 'x', maxRetries: 0 });
   try {
@@ -92,7 +97,7 @@ async function main() {
     check(e instanceof AuthenticationError && e.status === 401, `a wrong key: 401 (got ${e.status})`);
   }
   check(BadRequestError !== undefined, 'the client exports BadRequestError');
-  console.log(`openai client test: models, image chat, streaming with usage, 4 refusals, json_schema, a wrong key: all as OpenAI's client expects`);
+  console.log(`openai client test: models, image chat, streaming with usage, 4 refusals, json_schema, text completions, a wrong key: all as OpenAI's client expects`);
 }
 
 main().catch((e) => {

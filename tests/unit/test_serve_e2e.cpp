@@ -359,6 +359,54 @@ TEST_CASE("serve e2e: streaming gives a role chunk then content chunks then the 
   CHECK(s.process().stop() == 0);
 }
 
+TEST_CASE("serve e2e: /v1/completions answers a raw prompt as a text_completion and streams the same text") {
+  Server s({});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  auto post_text = [&](const json& b) { return s.client(60)->Post("/v1/completions", b.dump(), "application/json"); };
+  const json body = {{"prompt", "The invoice total is"}, {"max_tokens", 6}, {"seed", 3}, {"temperature", 0}, {"ignore_eos", true}};
+  auto r = post_text(body);
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  const json j = json::parse(r->body);
+  CHECK(j["object"] == "text_completion");
+  CHECK(j["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+  const std::string text = j["choices"][0]["text"].get<std::string>();
+  CHECK(j["choices"][0]["finish_reason"] == "length");
+  CHECK(j["usage"]["completion_tokens"] == 6);
+  // The prompt as given, no chat template: its own token count.
+  auto tok = s.client(60)->Post("/tokenize", json{{"content", "The invoice total is"}}.dump(), "application/json");
+  REQUIRE(tok);
+  CHECK(j["usage"]["prompt_tokens"] == json::parse(tok->body)["tokens"].size());
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  auto st = post_text(streamed_body);
+  REQUIRE(st);
+  std::string streamed;
+  for (const std::string& e : sse_events(st->body)) {
+    if (e == "[DONE]") continue;
+    const json c = json::parse(e);
+    CHECK(c["object"] == "text_completion");
+    if (!c["choices"].empty()) streamed += c["choices"][0]["text"].get<std::string>();
+  }
+  CHECK(streamed == text);
+  // Refused and malformed: named.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true}, {"suffix", "x"}, {"best_of", 2}, {"logprobs", 3}}) {
+    json b = body;
+    b[key] = value;
+    check_error(post_text(b), 400, "unsupported_parameter");
+  }
+  json two = body;
+  two["prompt"] = {"a", "b"};
+  check_error(post_text(two), 400, "unsupported_parameter");
+  json none = body;
+  none.erase("prompt");
+  check_error(post_text(none), 400, "invalid_request");
+  json messages = body;
+  messages["messages"] = json::array();
+  check_error(post_text(messages), 400, "unknown_parameter");
+}
+
 TEST_CASE("serve e2e: two concurrent requests with parallel 2 both succeed and a disconnect mid-stream frees the session") {
   Server s({"--parallel", "2", "-c", "2048", "--max-tokens-limit", "2000"});
   REQUIRE_MESSAGE(s.ok(), s.log());

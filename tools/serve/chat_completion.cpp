@@ -191,7 +191,7 @@ Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const Rend
 void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_ptr<const RenderedRequest> rr, httplib::Response& res,
             PeerWatch watch) {
   res.set_chunked_content_provider("text/event-stream", [&st, r, rr, watch](size_t, httplib::DataSink& sink) mutable {
-    const CompletionId id = new_completion_id(st.model_name);
+    const CompletionId id = new_completion_id(st.model_name, r->raw_prompt.has_value());
     auto last_ping = Clock::now();
     bool gone = false;
     Lease lease = st.pool->acquire([&] {
@@ -236,18 +236,22 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_p
 
 }  // namespace
 
-void handle_chat_completion(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+namespace {
+
+// Chat (text = false) and text completions: the same checks, sessions and generation; a text
+// completion's prompt is used as given and its answer has the legacy text_completion shape.
+void handle_completion(ServerState& st, const httplib::Request& req, httplib::Response& res, bool text) {
   try {
     const std::string ctype = req.get_header_value("Content-Type");
     if (ctype.rfind("application/json", 0) != 0)
       throw HttpError(415, "invalid_request_error", "unsupported_media_type",
                       "Content-Type must be application/json (got '" + ctype + "')");
-    auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body, st.opt.limits));
+    auto r = std::make_shared<ChatRequest>(text ? parse_completion_request(req.body, st.opt.limits) : parse_chat_request(req.body, st.opt.limits));
     if (r->model && !st.accepts_model(*r->model))
       throw HttpError(404, "invalid_request_error", "model_not_found", "the model '" + *r->model + "' does not exist (this server has '" + st.model_name + "')");
     if (!r->images.empty() && !ckjit_model_has_vision(st.model))
       throw HttpError(400, "invalid_request_error", "no_vision", "this server was started without --mmproj: it cannot read images");
-    const std::string prompt = render(st, *r);
+    const std::string prompt = text ? *r->raw_prompt : render(st, *r);
     // The text's tokens (markers count a few each, so this errs high) and the images' rows from
     // their header sizes, before waiting in line or streaming anything.
     size_t n_text = 0;
@@ -275,7 +279,7 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
       }
       throw HttpError(503, "server_error", "shutting_down", "the server is shutting down");
     }
-    const CompletionId id = new_completion_id(st.model_name);
+    const CompletionId id = new_completion_id(st.model_name, text);
     // Nothing is written until the end: the client's socket is looked at every few pieces instead.
     int pieces = 0;
     const Outcome o = complete(st, lease, *r, *rr, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
@@ -289,5 +293,10 @@ void handle_chat_completion(ServerState& st, const httplib::Request& req, httpli
     send_error(res, e.status, e.code, e.what());
   }
 }
+
+}  // namespace
+
+void handle_chat_completion(ServerState& st, const httplib::Request& req, httplib::Response& res) { handle_completion(st, req, res, false); }
+void handle_text_completion(ServerState& st, const httplib::Request& req, httplib::Response& res) { handle_completion(st, req, res, true); }
 
 }  // namespace ckjit::serve

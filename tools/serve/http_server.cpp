@@ -104,6 +104,7 @@ void access_rules(httplib::Server& svr, const ServerState& st) {
 void routes(httplib::Server& svr, ServerState& st, int64_t started) {
   access_rules(svr, st);
   svr.Post("/v1/chat/completions", [&st](const httplib::Request& q, httplib::Response& r) { handle_chat_completion(st, q, r); });
+  svr.Post("/v1/completions", [&st](const httplib::Request& q, httplib::Response& r) { handle_text_completion(st, q, r); });
   svr.Post("/tokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_tokenize(st, q, r); });
   svr.Post("/detokenize", [&st](const httplib::Request& q, httplib::Response& r) { handle_detokenize(st, q, r); });
   svr.Get("/v1/models", [&st, started](const httplib::Request&, httplib::Response& r) {

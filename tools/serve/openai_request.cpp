@@ -173,12 +173,6 @@ const std::vector<FieldRule>& chat_request_fields() {
 
 namespace {
 
-const FieldRule* rule_of(const std::string& key) {
-  for (const FieldRule& f : chat_request_fields())
-    if (key == f.name) return &f;
-  return nullptr;
-}
-
 bool given(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
 bool boolean(const json& j, const char* key) {
@@ -217,30 +211,30 @@ std::vector<std::pair<int32_t, float>> logit_bias_of(const json& lb) {
 
 }  // namespace
 
-ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits) {
+namespace {
+
+json parse_body(std::string_view body) {
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) bad("the body is not valid JSON", "invalid_json");
   if (!j.is_object()) bad("the body must be a JSON object");
+  return j;
+}
+
+void check_fields(const json& j, const std::vector<FieldRule>& rules) {
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const FieldRule* f = rule_of(it.key());
+    const FieldRule* f = nullptr;
+    for (const FieldRule& r : rules)
+      if (it.key() == r.name) f = &r;
     if (!f) bad("unrecognized request argument supplied: '" + it.key() + "'", "unknown_parameter");
     if (f->refused && !it.value().is_null()) bad("'" + it.key() + "': " + f->refused, "unsupported_parameter");
   }
-  ChatRequest r;
+}
+
+// The fields chat and text completions share: model, sampling, lengths, stop strings, streaming.
+void parse_generation_fields(const json& j, ChatRequest& r, const RequestLimits& limits) {
   if (given(j, "model")) {
     if (!j["model"].is_string()) bad("'model' must be a string");
     r.model = j["model"].get<std::string>();
-  }
-  if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty()) bad("'messages' must be a non-empty array");
-  for (const json& m : j["messages"]) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) bad("each message needs a string 'role'");
-    for (auto it = m.begin(); it != m.end(); ++it)
-      if (it.key() != "role" && it.key() != "content" && !it.value().is_null())
-        bad("message field '" + it.key() + "' is not supported (messages take 'role' and 'content')", "unsupported_parameter");
-    std::string role = m["role"].get<std::string>();
-    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
-    if (role != "system" && role != "user" && role != "assistant") bad("unsupported role '" + role + "'");
-    r.messages.push_back({role, content_of(m.contains("content") ? m["content"] : json(), r, limits)});
   }
   if (given(j, "temperature")) r.temperature = float(number(j["temperature"], "temperature", 0, 2));
   if (given(j, "top_p")) r.top_p = float(number(j["top_p"], "top_p", 0, 1));
@@ -252,15 +246,7 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
   if (given(j, "repeat_last_n")) r.repeat_last_n = int(integer(j, "repeat_last_n", 0, 1 << 16));
   if (given(j, "logit_bias")) r.logit_bias = logit_bias_of(j["logit_bias"]);
   if (given(j, "n") && integer(j, "n", 1, 128) != 1) bad("'n' > 1 (several choices) is not supported; send n requests", "unsupported_parameter");
-  if (given(j, "logprobs") && boolean(j, "logprobs")) bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
   if (given(j, "user") && !j["user"].is_string()) bad("'user' must be a string");
-  if (given(j, "response_format")) {
-    const json& rf = j["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
-    r.json_schema = response_format_schema(rf);
-    if (r.json_schema && ckjit_json_schema_check(r.json_schema->c_str()) != CKJIT_OK)
-      bad(std::string("'response_format': ") + ckjit_last_error(), "invalid_json_schema");
-  }
   r.max_tokens = limits.default_max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (!given(j, key)) continue;
@@ -299,6 +285,62 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
     if (!r.stream) bad("'stream_options' applies to stream: true only");
     if (given(so, "include_usage")) r.include_usage = boolean(so, "include_usage");
   }
+}
+
+}  // namespace
+
+ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits) {
+  const json j = parse_body(body);
+  check_fields(j, chat_request_fields());
+  ChatRequest r;
+  if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty()) bad("'messages' must be a non-empty array");
+  for (const json& m : j["messages"]) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) bad("each message needs a string 'role'");
+    for (auto it = m.begin(); it != m.end(); ++it)
+      if (it.key() != "role" && it.key() != "content" && !it.value().is_null())
+        bad("message field '" + it.key() + "' is not supported (messages take 'role' and 'content')", "unsupported_parameter");
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
+    if (role != "system" && role != "user" && role != "assistant") bad("unsupported role '" + role + "'");
+    r.messages.push_back({role, content_of(m.contains("content") ? m["content"] : json(), r, limits)});
+  }
+  parse_generation_fields(j, r, limits);
+  if (given(j, "logprobs") && boolean(j, "logprobs")) bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
+  if (given(j, "response_format")) {
+    const json& rf = j["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
+    r.json_schema = response_format_schema(rf);
+    if (r.json_schema && ckjit_json_schema_check(r.json_schema->c_str()) != CKJIT_OK)
+      bad(std::string("'response_format': ") + ckjit_last_error(), "invalid_json_schema");
+  }
+  return r;
+}
+
+const std::vector<FieldRule>& completion_request_fields() {
+  static const std::vector<FieldRule> fields = {
+      {"model", nullptr}, {"prompt", nullptr}, {"temperature", nullptr}, {"top_p", nullptr}, {"top_k", nullptr},
+      {"min_p", nullptr}, {"max_tokens", nullptr}, {"seed", nullptr}, {"stop", nullptr}, {"stream", nullptr},
+      {"stream_options", nullptr}, {"presence_penalty", nullptr}, {"frequency_penalty", nullptr}, {"repeat_penalty", nullptr},
+      {"repeat_last_n", nullptr}, {"logit_bias", nullptr}, {"n", nullptr}, {"logprobs", nullptr}, {"user", nullptr},
+      {"cache_prompt", nullptr}, {"ignore_eos", nullptr},
+      {"echo", "echoing the prompt is not supported"}, {"suffix", "fill-in-the-middle (suffix) is not supported"},
+      {"best_of", "best_of is not supported; send several requests"}};
+  return fields;
+}
+
+ChatRequest parse_completion_request(std::string_view body, const RequestLimits& limits) {
+  const json j = parse_body(body);
+  check_fields(j, completion_request_fields());
+  ChatRequest r;
+  const json* p = j.contains("prompt") ? &j["prompt"] : nullptr;
+  if (p && p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
+  if (p && p->is_array()) bad("'prompt' as an array is one string only (several prompts: send several requests)", "unsupported_parameter");
+  if (!p || !p->is_string() || p->get<std::string>().empty()) bad("'prompt' must be a non-empty string");
+  r.raw_prompt = without_markers(p->get<std::string>());
+  parse_generation_fields(j, r, limits);
+  // logprobs is a count here (OpenAI's legacy completions): 0 or null only.
+  if (given(j, "logprobs") && !(j["logprobs"].is_number_integer() && j["logprobs"].get<int64_t>() == 0))
+    bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
   return r;
 }
 

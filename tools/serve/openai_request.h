@@ -42,6 +42,7 @@ struct ChatRequest {
   bool cache_prompt = true;    // llama-server's extension: reuse a session's KV rows of a shared prompt prefix
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   std::optional<std::string> json_schema;  // response_format json_object / json_schema: the schema's JSON text
+  std::optional<std::string> raw_prompt;   // /v1/completions: the prompt as given (no chat template, no images)
 };
 
 struct RequestLimits {
@@ -58,12 +59,16 @@ struct RequestLimits {
 // n > 1, logprobs, ...), is a 400 naming it, never silently ignored.
 ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits);
 
+// A /v1/completions body (OpenAI's legacy text completions): one prompt string, used as given.
+ChatRequest parse_completion_request(std::string_view body, const RequestLimits& limits);
+
 // The request fields and what ckjit does with each, for the README's table and the errors.
 struct FieldRule {
   const char* name;
   const char* refused;  // nullptr: honoured; else why a request carrying it (non-null) gets a 400
 };
 const std::vector<FieldRule>& chat_request_fields();
+const std::vector<FieldRule>& completion_request_fields();
 
 // RFC 4648 base64 (whitespace ignored); throws HttpError 400 on anything else.
 std::string decode_base64(std::string_view text);

@@ -9,15 +9,15 @@ namespace ckjit::serve {
 
 using json = nlohmann::json;
 
-CompletionId new_completion_id(const std::string& model) {
+CompletionId new_completion_id(const std::string& model, bool text) {
   // Unique in this process and unlikely to repeat across replicas: a random prefix and a counter.
   static const uint64_t prefix = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   static std::atomic<uint64_t> counter{0};
   char buf[64];
-  std::snprintf(buf, sizeof buf, "chatcmpl-%012llx%08llx", (unsigned long long)(prefix & 0xffffffffffffULL),
+  std::snprintf(buf, sizeof buf, "%s-%012llx%08llx", text ? "cmpl" : "chatcmpl", (unsigned long long)(prefix & 0xffffffffffffULL),
                 (unsigned long long)counter.fetch_add(1));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return {buf, model, now};
+  return {buf, model, now, text};
 }
 
 namespace {
@@ -30,8 +30,9 @@ json usage_json(const Usage& u) {
 }  // namespace
 
 json completion_json(const CompletionId& c, const std::string& content, const std::string& finish_reason, const Usage& u) {
-  json choice = {{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", finish_reason}};
-  return {{"id", c.id}, {"object", "chat.completion"}, {"created", c.created}, {"model", c.model},
+  json choice = c.text ? json{{"index", 0}, {"text", content}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}
+                       : json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", finish_reason}};
+  return {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion"}, {"created", c.created}, {"model", c.model},
           {"choices", json::array({choice})}, {"usage", usage_json(u)}};
 }
 
@@ -40,15 +41,17 @@ json chunk_json(const CompletionId& c, const std::optional<std::string>& content
   json delta = json::object();
   if (with_role) delta["role"] = "assistant";
   if (content) delta["content"] = *content;
-  json choice = {{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
-  json j = {{"id", c.id}, {"object", "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
+  const json finish = finish_reason ? json(*finish_reason) : json(nullptr);
+  json choice = c.text ? json{{"index", 0}, {"text", content.value_or("")}, {"logprobs", nullptr}, {"finish_reason", finish}}
+                       : json{{"index", 0}, {"delta", delta}, {"finish_reason", finish}};
+  json j = {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
             {"choices", json::array({choice})}};
   if (usage) j["usage"] = usage_json(*usage);
   return j;
 }
 
 json usage_chunk_json(const CompletionId& c, const Usage& u) {
-  return {{"id", c.id}, {"object", "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
+  return {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
           {"choices", json::array()}, {"usage", usage_json(u)}};
 }
 

@@ -16,12 +16,13 @@ struct Usage {
 
 // What every object of one completion shares.
 struct CompletionId {
-  std::string id;     // "chatcmpl-..."
+  std::string id;     // "chatcmpl-..." ("cmpl-..." for a text completion)
   std::string model;
   int64_t created = 0;  // Unix seconds
+  bool text = false;    // /v1/completions: text_completion objects, choices with "text" instead of a message
 };
 
-CompletionId new_completion_id(const std::string& model);
+CompletionId new_completion_id(const std::string& model, bool text = false);
 
 nlohmann::json completion_json(const CompletionId& c, const std::string& content, const std::string& finish_reason, const Usage& u);
 // A streamed piece: the first carries the role, the last the finish reason; usage only when given.
