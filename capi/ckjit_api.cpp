@@ -12,6 +12,7 @@
 #include "capi/handles.h"
 #include "pair/generate_together.h"
 #include "runtime/error.h"
+#include "runtime/structured/gbnf.h"
 #include "runtime/structured/json_schema.h"
 #include "runtime/image/image.h"
 #include "runtime/image/preprocess.h"
@@ -406,6 +407,14 @@ ckjit_status ckjit_json_schema_check(const char* schema) {
   });
 }
 
+ckjit_status ckjit_grammar_check(const char* grammar) {
+  return guarded(nullptr, CKJIT_ERR_INVALID_ARGUMENT, [&] {
+    need(grammar, "grammar");
+    structured::compile_gbnf(grammar);
+    return CKJIT_OK;
+  });
+}
+
 ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height) {
   if (width) *width = 0;
   if (height) *height = 0;
@@ -539,7 +548,9 @@ void setup_run(SessionRun& run, ckjit_session* s, const ckjit_generate_params* g
   run.go.sampler.frequency_penalty = p.frequency_penalty, run.go.sampler.presence_penalty = p.presence_penalty;
   if (p.n_logit_bias > 0 && !p.logit_bias) raise(CKJIT_ERR_INVALID_ARGUMENT, "n_logit_bias is set but logit_bias is NULL");
   for (size_t i = 0; i < p.n_logit_bias; ++i) run.go.sampler.logit_bias.emplace_back(p.logit_bias[i].token, p.logit_bias[i].bias);
+  if (p.json_schema && p.grammar) raise(CKJIT_ERR_INVALID_ARGUMENT, "give json_schema or grammar, not both");
   if (p.json_schema) run.go.grammar = s->ctx->model().json_grammar(p.json_schema, "json_schema");
+  if (p.grammar) run.go.grammar = s->ctx->model().gbnf_grammar(p.grammar, "grammar");
   run.cb.on_logits = [s](const float* l, int64_t n) { s->logits.assign(l, l + n); };
   if (p.on_token) {
     const ckjit_token_fn fn = p.on_token;

@@ -217,6 +217,8 @@ CKJIT_API ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* 
  * without a model: CKJIT_OK, or CKJIT_ERR_INVALID_ARGUMENT with ckjit_last_error naming the keyword
  * and where it is (a server's check before it answers). Since 0.3.2. */
 CKJIT_API ckjit_status ckjit_json_schema_check(const char* schema);
+/* The same for a GBNF grammar (ckjit_generate_params.grammar); the error names the line and column. */
+CKJIT_API ckjit_status ckjit_grammar_check(const char* grammar);
 /* Decodes, preprocesses (the session's image_min_tokens / image_max_tokens) and encodes an image
  * with the session's worker threads. On success *out is a new handle, else NULL. */
 CKJIT_API ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out);
@@ -301,6 +303,9 @@ typedef struct ckjit_generate_params {
    * minLength, maxLength, enum, const, anyOf, local $ref; {"type":"object"} is any object. Anything
    * else: CKJIT_ERR_INVALID_ARGUMENT naming the keyword. Read during the call only. */
   const char* json_schema;
+  /* Also 0.3.2: a GBNF grammar (llama.cpp's format, regular: no recursive rules; starts at root),
+   * the same way; NULL: none. Not with json_schema (CKJIT_ERR_INVALID_ARGUMENT). */
+  const char* grammar;
 } ckjit_generate_params;
 
 CKJIT_API void ckjit_generate_params_init(ckjit_generate_params* params, uint32_t struct_size);

@@ -7,6 +7,7 @@
 #include "pair/mmproj_search.h"
 #include "pair/pair_checks.h"
 #include "runtime/error.h"
+#include "runtime/structured/gbnf.h"
 #include "runtime/structured/json_schema.h"
 #include "runtime/tokenizer/gguf_vocab.h"
 #include "vision/vision_hparams.h"
@@ -103,15 +104,23 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   return m;
 }
 
-std::shared_ptr<const structured::Grammar> Model::json_grammar(std::string_view schema, const std::string& source) const {
+std::shared_ptr<const structured::Grammar> Model::grammar_of(structured::Dfa dfa, const std::string& source) const {
   std::call_once(token_bytes_once_, [&] {
     token_bytes_ = std::make_shared<const structured::TokenBytes>(*tok_, int32_t(hparams().n_vocab));
   });
   auto g = std::make_shared<structured::Grammar>();
-  g->dfa = std::make_shared<const structured::Dfa>(structured::compile_json_schema(schema));
+  g->dfa = std::make_shared<const structured::Dfa>(std::move(dfa));
   g->vocab = token_bytes_;
   g->source = source;
   return g;
+}
+
+std::shared_ptr<const structured::Grammar> Model::json_grammar(std::string_view schema, const std::string& source) const {
+  return grammar_of(structured::compile_json_schema(schema), source);
+}
+
+std::shared_ptr<const structured::Grammar> Model::gbnf_grammar(std::string_view gbnf, const std::string& source) const {
+  return grammar_of(structured::compile_gbnf(gbnf), source);
 }
 
 }  // namespace ckjit::pair

@@ -84,6 +84,8 @@ class Model {
   // model's vocabulary, whose byte strings are sorted once, on first use. Error invalid_argument
   // for a schema outside the subset. source names it in messages ("json_schema", a file name).
   std::shared_ptr<const structured::Grammar> json_grammar(std::string_view schema, const std::string& source) const;
+  // ... and a GBNF grammar (runtime/structured/gbnf.h).
+  std::shared_ptr<const structured::Grammar> gbnf_grammar(std::string_view gbnf, const std::string& source) const;
 
  private:
   Model() = default;
@@ -100,6 +102,7 @@ class Model {
   LoadClocks clocks_;
   mutable std::once_flag token_bytes_once_;
   mutable std::shared_ptr<const structured::TokenBytes> token_bytes_;
+  std::shared_ptr<const structured::Grammar> grammar_of(structured::Dfa dfa, const std::string& source) const;
 };
 
 }  // namespace ckjit::pair

@@ -152,6 +152,8 @@ int run_main(const std::vector<std::string>& args) {
       ("logit-bias,l", po::value<std::vector<std::string>>()->composing(), "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to that token's logit (-inf bans it; repeatable)")
       ("json-schema,j", po::value<std::string>(), "structured output: the answer is a JSON value of this schema (JSON text; llama.cpp's flag; subset in runtime/structured/json_schema.h)")
       ("json-schema-file", po::value<std::string>(), "... the schema read from FILE")
+      ("grammar", po::value<std::string>(), "structured output: the answer follows this GBNF grammar (llama.cpp's format; regular: no recursive rules)")
+      ("grammar-file", po::value<std::string>(), "... the grammar read from FILE")
       ("chat", "wrap the prompt in the model's chat template (one user turn)")
       ("system", po::value<std::string>(), "system message (with --chat)")
       ("force", po::value<std::string>(), "feed these token ids instead of sampling (teacher forcing)")
@@ -338,7 +340,13 @@ int run_main(const std::vector<std::string>& args) {
   sp.presence_penalty = vm["presence-penalty"].as<float>();
   if (vm.count("logit-bias"))
     for (const std::string& b : vm["logit-bias"].as<std::vector<std::string>>()) sp.logit_bias.push_back(parse_logit_bias(b));
-  if (vm.count("json-schema") && vm.count("json-schema-file")) throw ckjit::Error("give --json-schema or --json-schema-file, not both");
+  if (vm.count("json-schema") + vm.count("json-schema-file") + vm.count("grammar") + vm.count("grammar-file") > 1)
+    throw ckjit::Error("give one of --json-schema, --json-schema-file, --grammar, --grammar-file");
+  if (vm.count("grammar")) gopt.grammar = pair.gbnf_grammar(vm["grammar"].as<std::string>(), "--grammar");
+  if (vm.count("grammar-file")) {
+    const std::string path = vm["grammar-file"].as<std::string>();
+    gopt.grammar = pair.gbnf_grammar(read_text_file(path, "--grammar-file"), path);
+  }
   if (vm.count("json-schema")) gopt.grammar = pair.json_grammar(vm["json-schema"].as<std::string>(), "--json-schema");
   if (vm.count("json-schema-file")) {
     const std::string path = vm["json-schema-file"].as<std::string>();
@@ -362,7 +370,7 @@ int run_main(const std::vector<std::string>& args) {
   if (verbose) std::fprintf(stderr, "generated ids: %s\n", join_ids(res.generated).c_str());
   if (res.stop == ckjit::graph::StopReason::context_full) std::fprintf(stderr, "stopped: context full (%d tokens)\n", n_ctx);
   if (gopt.grammar && res.stop != ckjit::graph::StopReason::end_of_generation)
-    std::fprintf(stderr, "warning: the JSON value is incomplete (generation stopped before it ended; raise -n or -c)\n");
+    std::fprintf(stderr, "warning: the structured answer is incomplete (generation stopped before it ended; raise -n or -c)\n");
   if (ckjit::cli::interrupted()) std::fprintf(stderr, "stopped: interrupted (Ctrl-C) after %zu tokens\n", res.generated.size());
   std::fprintf(stderr, "%s\n", ckjit::graph::timing_line(res, load_ms, threads).c_str());
   if (vision) {

@@ -10,8 +10,8 @@ namespace ckjit::structured {
 
 int Nfa::add_state() {
   if (edges_.size() >= kMaxStates)
-    throw Error("the schema is too large for structured output (more than " + std::to_string(kMaxStates) +
-                    " automaton states before determinizing; bound fewer or smaller strings and arrays)",
+    throw Error("the schema or grammar is too large for structured output (more than " + std::to_string(kMaxStates) +
+                    " automaton states before determinizing; fewer or smaller bounded repetitions)",
                 ErrorKind::invalid_argument);
   edges_.emplace_back();
   eps_.emplace_back();
@@ -112,8 +112,8 @@ Dfa Dfa::from_nfa(const Nfa& nfa, Nfa::Frag whole, int max_states) {
     auto [it, fresh] = ids.emplace(key_of(set), int32_t(sets.size()));
     if (fresh) {
       if (int(sets.size()) >= max_states)
-        throw Error("the schema is too large for structured output (its automaton passes " + std::to_string(max_states) +
-                        " states; bound fewer strings and arrays by maxLength / maxItems, or nest less)",
+        throw Error("the schema or grammar is too large for structured output (its automaton passes " + std::to_string(max_states) +
+                        " states; fewer or smaller bounded repetitions, or less nesting)",
                     ErrorKind::invalid_argument);
       sets.push_back(std::move(set));
     }
@@ -155,7 +155,7 @@ Dfa Dfa::from_nfa(const Nfa& nfa, Nfa::Frag whole, int max_states) {
     for (int32_t p : preds[size_t(s)])
       if (!live[size_t(p)]) live[size_t(p)] = 1, todo.push_back(p);
   }
-  if (!live[0]) throw Error("the schema admits no value", ErrorKind::invalid_argument);
+  if (!live[0]) throw Error("the schema or grammar admits no text", ErrorKind::invalid_argument);
   std::vector<int32_t> renum(n, kDead);
   int32_t m = 0;
   for (size_t i = 0; i < n; ++i)

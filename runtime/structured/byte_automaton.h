@@ -10,6 +10,8 @@
 
 namespace ckjit::structured {
 
+constexpr int kMaxDfaStates = 60000;  // a schema or grammar whose DFA would pass this is refused
+
 class Nfa {
  public:
   struct Frag {

@@ -21,7 +21,6 @@
 namespace ckjit::structured {
 
 constexpr int kAnyDepth = 3;
-constexpr int kMaxDfaStates = 60000;
 
 // Error (invalid_argument) for text that is not JSON or a schema outside the subset.
 Dfa compile_json_schema(std::string_view schema_json);

@@ -1349,7 +1349,7 @@ TEST_CASE("api: a saved state loads into another session and decodes on identica
 
 }  // TEST_SUITE
 
-TEST_CASE("api: json_schema makes the text a value of the schema and a schema outside the subset is an invalid argument") {
+TEST_CASE("api: json_schema and grammar make the text a value of the schema or grammar and what is outside the subset is an invalid argument") {
   ckjit_model* m = load(false);
   ckjit_session* s = nullptr;
   REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
@@ -1377,6 +1377,28 @@ TEST_CASE("api: json_schema makes the text a value of the schema and a schema ou
     CAPTURE(text);
     CHECK(schemacheck::check(text, schema) == "");
   }
+  // A GBNF grammar the same way; both at once is refused.
+  gp.json_schema = nullptr;
+  gp.grammar = R"(root ::= [0-9]{4} "-" [01] [0-9] "-" [0-3] [0-9])";
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    text.clear();
+    gp.seed = seed;
+    ckjit_session_reset(s);
+    REQUIRE(ckjit_session_add_text(s, "The date:") == CKJIT_OK);
+    REQUIRE(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_OK);
+    CAPTURE(text);
+    REQUIRE(text.size() == 10);
+    CHECK(text[4] == '-');
+    CHECK(text[7] == '-');
+  }
+  CHECK(ckjit_grammar_check("root ::= root") == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_last_error()).find("refers back to itself") != std::string::npos);
+  CHECK(ckjit_grammar_check(gp.grammar) == CKJIT_OK);
+  gp.json_schema = schema;
+  ckjit_session_reset(s);
+  REQUIRE(ckjit_session_add_text(s, "x") == CKJIT_OK);
+  CHECK(ckjit_generate(s, &gp, nullptr, 0, nullptr) == CKJIT_ERR_INVALID_ARGUMENT);
+  gp.grammar = nullptr;
   gp.json_schema = R"({"type":"string","format":"date"})";
   ckjit_session_reset(s);
   REQUIRE(ckjit_session_add_text(s, "x") == CKJIT_OK);

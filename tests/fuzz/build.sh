@@ -4,7 +4,8 @@
 # Targets: gguf_reader, image (decode + preprocess), tokenizer (+ chat template), token_ids (--force),
 # model_load (text model and mmproj hyper-parameters and tensor checks), chat_request (ckjit serve's
 # request bodies: JSON, content parts, base64 data: URIs, image headers, response_format schemas),
-# json_schema (structured output's schema compiler and automaton, its accepted texts validated).
+# json_schema (structured output's schema compiler and automaton, its accepted texts validated), gbnf
+# (the GBNF grammar parser and compiler, the automaton walking a text).
 # The main build uses g++, which has no libFuzzer; this script does not need CMake. A crash leaves
 # its input in build-fuzz/<target>/crash-*; each one found becomes a regression test.
 set -euo pipefail
@@ -24,10 +25,11 @@ declare -A SOURCES=(
   [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]} $(echo "$ROOT"/runtime/quants/*.cpp)"
-  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
+  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp $ROOT/runtime/structured/gbnf.cpp"
   [json_schema]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
+  [gbnf]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/gbnf.cpp"
 )
-TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema)
+TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
 mkdir -p "$OUT"
 # stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in, so the decoder is
 # instrumented and capped as in ckjit) keeps ASan and UBSan's bounds,
@@ -53,12 +55,13 @@ cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/json_schema/* "$OUT/json_schema/corpus/"
+cp "$ROOT"/tests/fuzz/seeds/gbnf/* "$OUT/gbnf/corpus/"
 # shellcheck disable=SC2086
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${GGUF[*]} "$ROOT"/runtime/quants/*.cpp -o "$OUT/make_model_seeds"
 "$OUT/make_model_seeds" "$OUT/model_load/corpus"
 echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then
-  declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384 [json_schema]=4096)
+  declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384 [json_schema]=4096 [gbnf]=4096)
   for t in "${TARGETS[@]}"; do
     (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
       { tail -40 "$OUT/$t/log.txt" >&2; echo "fuzz: $t found a crash (input in $OUT/$t)" >&2; exit 1; }

@@ -9,6 +9,7 @@
 #include "include/ckjit.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
+#include "runtime/structured/gbnf.h"
 #include "runtime/structured/json_schema.h"
 #include "tools/serve/openai_request.h"
 
@@ -33,6 +34,15 @@ extern "C" ckjit_status ckjit_image_info(const void* data, size_t size, int32_t*
 extern "C" ckjit_status ckjit_json_schema_check(const char* schema) {
   try {
     ckjit::structured::compile_json_schema(schema);
+    return CKJIT_OK;
+  } catch (const ckjit::Error& e) {
+    t_error = e.what();
+    return CKJIT_ERR_INVALID_ARGUMENT;
+  }
+}
+extern "C" ckjit_status ckjit_grammar_check(const char* grammar) {
+  try {
+    ckjit::structured::compile_gbnf(grammar);
     return CKJIT_OK;
   } catch (const ckjit::Error& e) {
     t_error = e.what();

@@ -568,6 +568,16 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   check_error(post(s, structured), 400, "invalid_json_schema");
   structured["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"shema", schema}}}};
   check_error(post(s, structured), 400, "unknown_parameter");
+  // llama-server's grammar field: GBNF.
+  json gram = text_body("hi", 20);
+  gram["grammar"] = R"(root ::= ("yes" | "no") "." )";
+  auto g = post(s, gram);
+  REQUIRE(g);
+  REQUIRE(g->status == 200);
+  const std::string said = json::parse(g->body)["choices"][0]["message"]["content"].get<std::string>();
+  CHECK((said == "yes." || said == "no."));
+  gram["grammar"] = "root ::= root";
+  check_error(post(s, gram), 400, "invalid_grammar");
   b.erase("response_format");
   b["messages"][0]["name"] = "bob";
   check_error(post(s, b), 400, "unsupported_parameter");

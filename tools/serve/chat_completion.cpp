@@ -131,6 +131,7 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   gp.user_data = &sink;
   gp.cache_prompt = r.cache_prompt ? 1 : 0;
   gp.json_schema = r.json_schema ? r.json_schema->c_str() : nullptr;
+  gp.grammar = r.grammar ? r.grammar->c_str() : nullptr;
   size_t n = 0;
   // With several sessions, through the batcher: every running request's decode step in one pass
   // (the same tokens as alone); on_token then runs on the batcher's thread while this one waits.

@@ -158,7 +158,7 @@ const std::vector<FieldRule>& chat_request_fields() {
       {"stream", nullptr}, {"stream_options", nullptr}, {"presence_penalty", nullptr}, {"frequency_penalty", nullptr},
       {"repeat_penalty", nullptr}, {"repeat_last_n", nullptr}, {"logit_bias", nullptr}, {"n", nullptr},
       {"logprobs", nullptr}, {"response_format", nullptr}, {"user", nullptr}, {"cache_prompt", nullptr},
-      {"ignore_eos", nullptr},
+      {"ignore_eos", nullptr}, {"grammar", nullptr},
       {"tools", "tool calling is not supported"}, {"tool_choice", "tool calling is not supported"},
       {"parallel_tool_calls", "tool calling is not supported"}, {"functions", "function calling is not supported"},
       {"function_call", "function calling is not supported"}, {"top_logprobs", "log probabilities are not supported"},
@@ -247,6 +247,11 @@ void parse_generation_fields(const json& j, ChatRequest& r, const RequestLimits&
   if (given(j, "logit_bias")) r.logit_bias = logit_bias_of(j["logit_bias"]);
   if (given(j, "n") && integer(j, "n", 1, 128) != 1) bad("'n' > 1 (several choices) is not supported; send n requests", "unsupported_parameter");
   if (given(j, "user") && !j["user"].is_string()) bad("'user' must be a string");
+  if (given(j, "grammar")) {  // llama-server's: a GBNF grammar
+    if (!j["grammar"].is_string()) bad("'grammar' must be a string (GBNF)");
+    r.grammar = j["grammar"].get<std::string>();
+    if (ckjit_grammar_check(r.grammar->c_str()) != CKJIT_OK) bad(std::string("'grammar': ") + ckjit_last_error(), "invalid_grammar");
+  }
   r.max_tokens = limits.default_max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (!given(j, key)) continue;
@@ -310,6 +315,7 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
     const json& rf = j["response_format"];
     if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
     r.json_schema = response_format_schema(rf);
+    if (r.json_schema && r.grammar) bad("give 'response_format' json or 'grammar', not both");
     if (r.json_schema && ckjit_json_schema_check(r.json_schema->c_str()) != CKJIT_OK)
       bad(std::string("'response_format': ") + ckjit_last_error(), "invalid_json_schema");
   }
@@ -322,7 +328,7 @@ const std::vector<FieldRule>& completion_request_fields() {
       {"min_p", nullptr}, {"max_tokens", nullptr}, {"seed", nullptr}, {"stop", nullptr}, {"stream", nullptr},
       {"stream_options", nullptr}, {"presence_penalty", nullptr}, {"frequency_penalty", nullptr}, {"repeat_penalty", nullptr},
       {"repeat_last_n", nullptr}, {"logit_bias", nullptr}, {"n", nullptr}, {"logprobs", nullptr}, {"user", nullptr},
-      {"cache_prompt", nullptr}, {"ignore_eos", nullptr},
+      {"cache_prompt", nullptr}, {"ignore_eos", nullptr}, {"grammar", nullptr},
       {"echo", "echoing the prompt is not supported"}, {"suffix", "fill-in-the-middle (suffix) is not supported"},
       {"best_of", "best_of is not supported; send several requests"}};
   return fields;

@@ -42,6 +42,7 @@ struct ChatRequest {
   bool cache_prompt = true;    // llama-server's extension: reuse a session's KV rows of a shared prompt prefix
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   std::optional<std::string> json_schema;  // response_format json_object / json_schema: the schema's JSON text
+  std::optional<std::string> grammar;      // llama-server's "grammar": GBNF text
   std::optional<std::string> raw_prompt;   // /v1/completions: the prompt as given (no chat template, no images)
 };
 
