@@ -68,20 +68,26 @@ Nfa::Frag Nfa::star(Frag a) {
 
 namespace {
 
+constexpr size_t kMaxKeptNfaStates = size_t(1) << 24;  // summed over the DFA states' NFA sets
+
+// The epsilon closure of set, in place and sorted (set is its own work list).
 void close(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
-  std::vector<int> todo = set;
   for (int s : set) seen[size_t(s)] = 1;
-  while (!todo.empty()) {
-    const int s = todo.back();
-    todo.pop_back();
-    for (int t : nfa.epsilons(s))
-      if (!seen[size_t(t)]) seen[size_t(t)] = 1, set.push_back(t), todo.push_back(t);
-  }
+  for (size_t i = 0; i < set.size(); ++i)
+    for (int t : nfa.epsilons(set[i]))
+      if (!seen[size_t(t)]) seen[size_t(t)] = 1, set.push_back(t);
   for (int s : set) seen[size_t(s)] = 0;
   std::sort(set.begin(), set.end());
 }
 
-std::string key_of(const std::vector<int>& set) { return std::string(reinterpret_cast<const char*>(set.data()), set.size() * sizeof(int)); }
+// State sets as hash keys without copying them into strings.
+struct SetHash {
+  size_t operator()(const std::vector<int>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int x : v) h = (h ^ uint32_t(x)) * 1099511628211ull;
+    return size_t(h);
+  }
+};
 
 }  // namespace
 
@@ -100,24 +106,28 @@ Dfa Dfa::from_nfa(const Nfa& nfa, Nfa::Frag whole, int max_states) {
   d.n_classes_ = int(first_byte.size());
 
   std::vector<std::vector<int>> sets;
-  std::unordered_map<std::string, int32_t> ids;
+  std::unordered_map<std::vector<int>, int32_t, SetHash> ids;
   std::vector<uint8_t> seen(size_t(nfa.n_states()), 0);
   // The moves of a state on a class (before the closure) repeat much: each distinct one is closed once.
-  std::unordered_map<std::string, int32_t> by_moves;
-  auto intern = [&](std::vector<int> set) -> int32_t {
-    if (set.empty()) return kDead;
-    std::string moves = key_of(set);
+  std::unordered_map<std::vector<int>, int32_t, SetHash> by_moves;
+  size_t kept = 0;
+  auto intern = [&](const std::vector<int>& moves) -> int32_t {
+    if (moves.empty()) return kDead;
     if (auto known = by_moves.find(moves); known != by_moves.end()) return known->second;
+    std::vector<int> set = moves;
     close(nfa, set, seen);
-    auto [it, fresh] = ids.emplace(key_of(set), int32_t(sets.size()));
+    auto [it, fresh] = ids.emplace(set, int32_t(sets.size()));
     if (fresh) {
-      if (int(sets.size()) >= max_states)
+      // The closures are kept (twice): long chains of optional parts make them long, so their
+      // total size is bounded as well as their count.
+      kept += set.size();
+      if (int(sets.size()) >= max_states || kept > kMaxKeptNfaStates)
         throw Error("the schema or grammar is too large for structured output (its automaton passes " + std::to_string(max_states) +
                         " states; fewer or smaller bounded repetitions, or less nesting)",
                     ErrorKind::invalid_argument);
       sets.push_back(std::move(set));
     }
-    by_moves.emplace(std::move(moves), it->second);
+    by_moves.emplace(moves, it->second);
     return it->second;
   };
   intern({whole.start});

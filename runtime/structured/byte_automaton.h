@@ -17,7 +17,7 @@ class Nfa {
   struct Frag {
     int start, end;  // end: the one state the fragment leaves from (no edges yet)
   };
-  static constexpr size_t kMaxStates = size_t(1) << 21;  // past it: Error (a hostile or huge schema)
+  static constexpr size_t kMaxStates = size_t(1) << 20;  // past it: Error (a hostile or huge schema or grammar)
   int add_state();
   void epsilon(int from, int to);
   void range(int from, uint8_t lo, uint8_t hi, int to);

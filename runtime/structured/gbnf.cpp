@@ -123,7 +123,9 @@ class Parser {
       if (i_ >= t_.size() || t_[i_] == '|' || t_[i_] == ')' || rule_starts()) break;
       Node item = element(depth);
       space();
+      int postfix = 0;  // each wraps the element once more: bounded like nesting (the tree is freed recursively)
       while (i_ < t_.size() && (t_[i_] == '*' || t_[i_] == '+' || t_[i_] == '?' || t_[i_] == '{')) {
+        if (++postfix > kMaxNesting) fail_at(i_, "more than " + std::to_string(kMaxNesting) + " repetition operators on one element");
         Node r{Node::repeat};
         r.at = i_;
         if (t_[i_] == '*') r.lo = 0, r.hi = -1, ++i_;
@@ -219,6 +221,8 @@ class Parser {
       if ((b & 0xC0) != 0x80) fail_at(i_, "invalid UTF-8");
       cp = cp << 6 | (b & 0x3F);
     }
+    const uint32_t min = len == 1 ? 0 : len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) fail_at(i_, "invalid UTF-8 (not a Unicode scalar value)");
     i_ += size_t(len);
     return cp;
   }

@@ -49,13 +49,23 @@ class Compiler {
     if (!s.is_object()) refuse(path, "a schema must be an object or a boolean");
     for (const auto& [k, v] : s.items())
       if (!supported().count(k) && !annotations().count(k)) refuse(path, "keyword '" + k + "' is not supported by structured output");
+    // $ref, const, enum and anyOf stand alone (besides annotations; enum and const may carry a type,
+    // which their values must have): other constraints beside them would not be enforced.
+    for (const char* alone : {"$ref", "const", "enum", "anyOf"}) {
+      if (!s.contains(alone)) continue;
+      for (const auto& [k, v] : s.items())
+        if (k != alone && !annotations().count(k) && !(k == "type" && (std::string(alone) == "enum" || std::string(alone) == "const")))
+          refuse(path, "'" + k + "' beside '" + alone + "' is not supported");
+    }
     if (s.contains("$ref")) return ref(s, path, nesting);
-    if (s.contains("const")) return n_.bytes(s["const"].dump());
-    if (s.contains("enum")) {
-      const Json& e = s["enum"];
-      if (!e.is_array() || e.empty()) refuse(path + "/enum", "must be a non-empty array");
+    if (s.contains("const") || s.contains("enum")) {
+      const bool is_const = s.contains("const");
+      const Json values = is_const ? Json::array({s["const"]}) : s["enum"];
+      if (!values.is_array() || values.empty()) refuse(path + "/enum", "must be a non-empty array");
       std::vector<Frag> options;
-      for (const Json& v : e) options.push_back(n_.bytes(v.dump()));
+      for (const Json& v : values)
+        if (!s.contains("type") || has_type(v, s["type"], path)) options.push_back(n_.bytes(v.dump()));
+      if (options.empty()) refuse(path, std::string("no value of '") + (is_const ? "const" : "enum") + "' has the schema's type");
       return n_.alt(options);
     }
     if (s.contains("anyOf")) {
@@ -66,8 +76,10 @@ class Compiler {
       return n_.alt(options);
     }
     if (!s.contains("type")) {
-      if (s.contains("properties") || s.contains("additionalProperties")) return typed("object", s, path, nesting);
-      if (s.contains("items")) return typed("array", s, path, nesting);
+      // The type the keywords imply (each keyword applies to one type: the others would ignore it).
+      if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required")) return typed("object", s, path, nesting);
+      if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) return typed("array", s, path, nesting);
+      if (s.contains("minLength") || s.contains("maxLength")) return typed("string", s, path, nesting);
       return any(kAnyDepth);
     }
     const Json& t = s["type"];
@@ -79,6 +91,21 @@ class Compiler {
       options.push_back(typed(one.get<std::string>(), s, path, nesting));
     }
     return n_.alt(options);
+  }
+
+  // Whether v is of the type (a name or a list of names).
+  static bool has_type(const Json& v, const Json& type, const std::string& path) {
+    auto one = [&](const Json& t) {
+      if (!t.is_string()) refuse(path + "/type", "must be a type name or a list of them");
+      const std::string n = t.get<std::string>();
+      return n == "string" ? v.is_string() : n == "integer" ? v.is_number_integer() : n == "number" ? v.is_number()
+           : n == "boolean" ? v.is_boolean() : n == "null" ? v.is_null() : n == "object" ? v.is_object()
+           : n == "array" ? v.is_array() : (refuse(path + "/type", "unknown type '" + n + "'"), false);
+    };
+    if (!type.is_array()) return one(type);
+    for (const Json& t : type)
+      if (one(t)) return true;
+    return false;
   }
 
   // Any JSON value, containers nested at most `depth` deep.
@@ -279,8 +306,8 @@ class Compiler {
       size_t next = r.find('/', at);
       if (next == std::string::npos) next = r.size();
       std::string part = r.substr(at, next - at);
-      for (size_t p = 0; (p = part.find("~1", p)) != std::string::npos;) part.replace(p, 2, "/");
-      for (size_t p = 0; (p = part.find("~0", p)) != std::string::npos;) part.replace(p, 2, "~");
+      for (size_t p = 0; (p = part.find("~1", p)) != std::string::npos; ++p) part.replace(p, 2, "/");
+      for (size_t p = 0; (p = part.find("~0", p)) != std::string::npos; ++p) part.replace(p, 2, "~");
       if (!target->is_object() || !target->contains(part)) refuse(path + "/$ref", "'" + r + "' names nothing in the schema");
       target = &(*target)[part];
       at = next + 1;

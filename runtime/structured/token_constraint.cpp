@@ -19,6 +19,8 @@ TokenBytes::TokenBytes(const tok::Tokenizer& tok, int32_t n_vocab) : n_vocab_(n_
   }
   for (int32_t id : tok.eog_ids())
     if (id >= 0 && id < n_vocab) eog_.push_back(id);
+  // End-of-generation ids are allowed only where the text is complete, never for their bytes.
+  for (int32_t id : eog_) bytes_[size_t(id)].clear();
   for (int32_t id = 0; id < n_vocab; ++id)
     if (!bytes_[size_t(id)].empty()) sorted_.push_back(id);
   std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {

@@ -78,4 +78,8 @@ TEST_CASE("gbnf: recursion, undefined rules, no root and bad syntax are errors n
   CHECK(error_of("root = \"a\"").find("'::='") != std::string::npos);
   CHECK(error_of("root ::= (\"a\"").find("')'") != std::string::npos);
   CHECK(error_of("root ::= [a-z]{1000}{1000}").find("too large") != std::string::npos);
+  CHECK(error_of("root ::= \"a\"?{200}{200}").find("too large") != std::string::npos);  // long closures: bounded in total
+  CHECK(error_of("root ::= \"a\"" + std::string(100000, '?')).find("repetition operators") != std::string::npos);
+  CHECK(error_of("root ::= \"\xED\xA0\x80\"").find("not a Unicode scalar value") != std::string::npos);  // a raw surrogate
+  CHECK(error_of("root ::= [\xF5\x80\x80\x80]").find("invalid UTF-8") != std::string::npos);
 }

@@ -135,9 +135,29 @@ TEST_CASE("json schema: what is outside the subset is an error naming the keywor
   CHECK(error_of("false").find("admits no value") != std::string::npos);
   CHECK(error_of(R"({"$ref":"https://example.com/s.json"})").find("only local") != std::string::npos);
   CHECK(error_of(R"({"type":"array","items":{"type":"string","maxLength":4096},"maxItems":4096})").find("too large") != std::string::npos);
+  CHECK(error_of(R"({"type":"string","anyOf":[{"maxLength":3}]})").find("'type' beside 'anyOf'") != std::string::npos);
+  CHECK(error_of(R"({"$ref":"#/$defs/a","maxLength":3,"$defs":{"a":{}}})").find("beside '$ref'") != std::string::npos);
+  CHECK(error_of(R"({"type":"integer","enum":[1.5,"x"]})").find("no value of 'enum'") != std::string::npos);
   std::string deep = "true";
   for (int i = 0; i < 100; ++i) deep = R"({"type":"array","items":)" + deep + "}";
   CHECK(error_of(deep.c_str()).find("nested deeper") != std::string::npos);
+}
+
+TEST_CASE("json schema: keywords imply their type, enum values keep the schema's type, and $ref unescapes ~0 and ~1") {
+  const Dfa items = compile_json_schema(R"({"minItems":2})");
+  CHECK_FALSE(accepts(items, "[]"));
+  CHECK(accepts(items, "[1,\"a\"]"));
+  CHECK_FALSE(accepts(items, "7"));
+  const Dfa len = compile_json_schema(R"({"minLength":1})");
+  CHECK_FALSE(accepts(len, R"("")"));
+  CHECK(accepts(len, R"("a")"));
+  const Dfa typed = compile_json_schema(R"({"type":["integer","null"],"enum":[1.5,2,null,"x"]})");
+  CHECK(accepts(typed, "2"));
+  CHECK(accepts(typed, "null"));
+  CHECK_FALSE(accepts(typed, "1.5"));
+  CHECK_FALSE(accepts(typed, R"("x")"));
+  const Dfa ref = compile_json_schema(R"({"$ref":"#/$defs/a~0b~1c","$defs":{"a~b/c":{"const":1}}})");
+  CHECK(accepts(ref, "1"));
 }
 
 TEST_CASE("json schema: random texts of the automaton parse and validate against the schema") {
