@@ -185,48 +185,33 @@ class Compiler {
     return n_.seq(f, n_.optional(exp));
   }
 
-  // '{' (key ':' value (',' key ':' value)*)? '}' with one copy of the member (a loop), keys any string.
+  // open (item (',' item)*)? close with one copy of the item (a loop), whitespace around each item.
   template <class Make>
-  Frag object_map(Make make_value) {
-    const int member = n_.add_state(), after = n_.add_state(), end = n_.add_state();
-    Frag open = n_.seq(n_.bytes("{"), ws());
-    Frag close = n_.bytes("}");
-    n_.epsilon(open.end, close.start);
-    n_.epsilon(close.end, end);
-    n_.epsilon(open.end, member);
-    Frag m = n_.seq(n_.seq(n_.seq(n_.seq(string(0, -1), ws()), n_.bytes(":")), ws()), make_value());
-    n_.epsilon(member, m.start);
-    Frag tail = ws();
-    n_.epsilon(m.end, tail.start);
-    n_.epsilon(tail.end, after);
+  Frag list_loop(const char* open_text, const char* close_text, Make make_item) {
+    const int item = n_.add_state(), after = n_.add_state(), end = n_.add_state();
+    Frag open = n_.seq(n_.bytes(open_text), ws());
+    Frag empty_close = n_.bytes(close_text);
+    n_.epsilon(open.end, empty_close.start), n_.epsilon(empty_close.end, end);
+    n_.epsilon(open.end, item);
+    Frag v = n_.seq(make_item(), ws());
+    n_.epsilon(item, v.start), n_.epsilon(v.end, after);
     Frag comma = n_.seq(n_.bytes(","), ws());
-    n_.epsilon(after, comma.start);
-    n_.epsilon(comma.end, member);
-    Frag close2 = n_.bytes("}");
-    n_.epsilon(after, close2.start);
-    n_.epsilon(close2.end, end);
+    n_.epsilon(after, comma.start), n_.epsilon(comma.end, item);
+    Frag close = n_.bytes(close_text);
+    n_.epsilon(after, close.start), n_.epsilon(close.end, end);
     return {open.start, end};
   }
 
-  // '[' (value (',' value)*)? ']' with one copy of the item.
+  // '{' (key ':' value (',' key ':' value)*)? '}', keys any string.
+  template <class Make>
+  Frag object_map(Make make_value) {
+    return list_loop("{", "}", [&] { return n_.seq(n_.seq(n_.seq(n_.seq(string(0, -1), ws()), n_.bytes(":")), ws()), make_value()); });
+  }
+
+  // '[' (value (',' value)*)? ']'.
   template <class Make>
   Frag array_loop(Make make_item) {
-    const int item = n_.add_state(), after = n_.add_state(), end = n_.add_state();
-    Frag open = n_.seq(n_.bytes("["), ws());
-    Frag close = n_.bytes("]");
-    n_.epsilon(open.end, close.start);
-    n_.epsilon(close.end, end);
-    n_.epsilon(open.end, item);
-    Frag v = n_.seq(make_item(), ws());
-    n_.epsilon(item, v.start);
-    n_.epsilon(v.end, after);
-    Frag comma = n_.seq(n_.bytes(","), ws());
-    n_.epsilon(after, comma.start);
-    n_.epsilon(comma.end, item);
-    Frag close2 = n_.bytes("]");
-    n_.epsilon(after, close2.start);
-    n_.epsilon(close2.end, end);
-    return {open.start, end};
+    return list_loop("[", "]", make_item);
   }
 
   Frag object(const Json& s, const std::string& path, int nesting) {

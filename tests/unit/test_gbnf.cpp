@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "dfa_accepts.h"
 #include "runtime/error.h"
 #include "runtime/structured/gbnf.h"
 
@@ -12,10 +13,7 @@ using namespace ckjit::structured;
 
 namespace {
 
-bool accepts(const Dfa& d, const std::string& text) {
-  const int32_t s = d.walk(0, text);
-  return s != Dfa::kDead && d.accepting(s);
-}
+bool accepts(const Dfa& d, const std::string& text) { return dfa_accepts(d, text); }
 
 std::string error_of(const std::string& g) {
   try {

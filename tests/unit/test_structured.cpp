@@ -10,6 +10,7 @@
 #include "graph/session.h"
 #include "graph/text_model.h"
 #include "json_schema_check.h"
+#include "dfa_accepts.h"
 #include "runtime/error.h"
 #include "runtime/structured/json_schema.h"
 #include "runtime/structured/token_constraint.h"
@@ -21,10 +22,7 @@ using namespace ckjit::structured;
 
 namespace {
 
-bool accepts(const Dfa& d, const std::string& text) {
-  const int32_t s = d.walk(0, text);
-  return s != Dfa::kDead && d.accepting(s);
-}
+bool accepts(const Dfa& d, const std::string& text) { return dfa_accepts(d, text); }
 
 const char* kInvoice = R"({
   "title": "invoice",
