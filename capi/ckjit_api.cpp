@@ -73,7 +73,7 @@ const topo::Machine& machine() { return topo::this_machine(); }
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.3.2"; }
+const char* ckjit_version(void) { return "0.3.3"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   switch (s) {
@@ -189,8 +189,8 @@ int64_t ckjit_model_image_rows(const ckjit_model* m, int32_t width, int32_t heig
   if (!v) return 0;
   try {
     const pair::ContextOptions defaults;
-    const image::PreprocessParams p = v->preprocess_params(min_tokens ? min_tokens : defaults.image_min_tokens,
-                                                           max_tokens ? max_tokens : defaults.image_max_tokens);
+    const auto [lo, hi] = pair::image_token_limits(min_tokens, max_tokens, defaults.image_min_tokens, defaults.image_max_tokens);
+    const image::PreprocessParams p = v->preprocess_params(lo, hi);
     return image::plan_resize(width, height, p).n_tokens(p.factor());
   } catch (const std::exception&) {
     return 0;
@@ -433,12 +433,21 @@ ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int
 }
 
 ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out) {
+  return ckjit_image_encode_bytes_limits(session, data, size, 0, 0, out);
+}
+
+ckjit_status ckjit_image_encode_bytes_limits(ckjit_session* session, const void* data, size_t size, int32_t min_tokens,
+                                             int32_t max_tokens, ckjit_image** out) {
   if (out) *out = nullptr;
   capi::ErrorSlot* slot = slot_of(session);
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     need(out, "out");
     ckjit_session* s = session_of(session);
-    auto rows = encode_image(s, [&](const pair::Context& ctx) { return prepare_bytes(ctx, data, size); });
+    auto rows = encode_image(s, [&](const pair::Context& ctx) {
+      need(data, "data");
+      if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
+      return ctx.prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", min_tokens, max_tokens);
+    });
     auto* im = new ckjit_image{s->core, std::move(rows)};
     capi::register_handle(im, Kind::image);
     *out = im;

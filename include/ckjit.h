@@ -31,7 +31,7 @@ extern "C" {
 
 #define CKJIT_VERSION_MAJOR 0
 #define CKJIT_VERSION_MINOR 3
-#define CKJIT_VERSION_PATCH 2
+#define CKJIT_VERSION_PATCH 3
 
 typedef enum ckjit_status {
   CKJIT_OK = 0,
@@ -53,7 +53,7 @@ typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
 typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.3.2" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.3.3" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -222,6 +222,11 @@ CKJIT_API ckjit_status ckjit_grammar_check(const char* grammar);
 /* Decodes, preprocesses (the session's image_min_tokens / image_max_tokens) and encodes an image
  * with the session's worker threads. On success *out is a new handle, else NULL. */
 CKJIT_API ckjit_status ckjit_image_encode_bytes(ckjit_session* session, const void* data, size_t size, ckjit_image** out);
+/* The same with this image's own token limits (rows per image) instead of the session's; 0 keeps
+ * the session's value, moved to max_tokens / min_tokens where it would cross the one given.
+ * Negative, or max_tokens below min_tokens: CKJIT_ERR_INVALID_ARGUMENT. Since 0.3.3. */
+CKJIT_API ckjit_status ckjit_image_encode_bytes_limits(ckjit_session* session, const void* data, size_t size, int32_t min_tokens,
+                                                       int32_t max_tokens, ckjit_image** out);
 /* Adds an encoded image to the session's pending prompt (as ckjit_session_add_image_bytes does,
  * without encoding). The image must come from a session of the same model. */
 CKJIT_API ckjit_status ckjit_session_add_image(ckjit_session* session, const ckjit_image* image);

@@ -1,6 +1,8 @@
 #include "pair/context.h"
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "pair/pair_checks.h"
 #include "runtime/error.h"
@@ -35,6 +37,16 @@ void Context::require_vision() const {
   if (!model_->vision()) throw Error("the model was loaded without an mmproj: it cannot read images", ErrorKind::no_vision);
 }
 
+std::pair<int, int> image_token_limits(int min_tokens, int max_tokens, int default_min, int default_max) {
+  if (min_tokens < 0 || max_tokens < 0) throw Error("image token limits must not be negative", ErrorKind::invalid_argument);
+  if (!min_tokens) min_tokens = max_tokens ? std::min(default_min, max_tokens) : default_min;
+  if (!max_tokens) max_tokens = std::max(default_max, min_tokens);
+  if (max_tokens < min_tokens)
+    throw Error("the image's max tokens (" + std::to_string(max_tokens) + ") are below its min tokens (" + std::to_string(min_tokens) + ")",
+                ErrorKind::invalid_argument);
+  return {min_tokens, max_tokens};
+}
+
 vision::PreparedImage Context::prepare_image(const std::string& path) const {
   require_vision();
   require_readable(path, "image");
@@ -43,9 +55,14 @@ vision::PreparedImage Context::prepare_image(const std::string& path) const {
 }
 
 vision::PreparedImage Context::prepare_image(std::span<const uint8_t> bytes, const std::string& name) const {
+  return prepare_image(bytes, name, 0, 0);
+}
+
+vision::PreparedImage Context::prepare_image(std::span<const uint8_t> bytes, const std::string& name, int min_tokens, int max_tokens) const {
   require_vision();
+  std::tie(min_tokens, max_tokens) = image_token_limits(min_tokens, max_tokens, opt_.image_min_tokens, opt_.image_max_tokens);
   if (bytes.empty()) throw Error(name + " is empty", ErrorKind::bad_image);
-  const auto pp = model_->vision()->preprocess_params(opt_.image_min_tokens, opt_.image_max_tokens);
+  const auto pp = model_->vision()->preprocess_params(min_tokens, max_tokens);
   return classify_errors(ErrorKind::bad_image, [&] { return vision::prepare_image(bytes, name, pp); });
 }
 

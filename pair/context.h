@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "graph/generate.h"
 #include "graph/session.h"
@@ -29,6 +30,10 @@ struct ContextOptions {
   bool check_memory = true;              // refuse KV cache, activations or an encode beyond the memory available
 };
 
+// An image's token limits, 0 meaning the default; with one of them given, the other default moves
+// as far as it must not to cross it. Negative, or max below min: Error invalid_argument.
+std::pair<int, int> image_token_limits(int min_tokens, int max_tokens, int default_min, int default_max);
+
 class Context {
  public:
   // pool: the workers to run on (borrowed; e.g. the ones the model was loaded with); null: the
@@ -47,6 +52,8 @@ class Context {
   // a broken image or one that would not fit the context.
   vision::PreparedImage prepare_image(const std::string& path) const;
   vision::PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name) const;
+  // The same with this image's own token limits (a server request's); 0: the context's.
+  vision::PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name, int min_tokens, int max_tokens) const;
   // Several images meant for one prompt: each prepared, and together checked against the context.
   std::vector<vision::PreparedImage> prepare_images(const std::vector<std::string>& paths) const;
   // Through the vision tower (its memory checked first); im's pixels are released.

@@ -98,7 +98,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.3.2");
+  CHECK(std::string(ckjit_version()) == "0.3.3");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);
@@ -449,6 +449,31 @@ TEST_CASE("api: an encoded image handle gives the tokens of add_image_bytes and 
   CHECK(gen(s) == want);
   ckjit_image_free(im);  // a second free is a no-op
   ckjit_image_free(nullptr);
+  ckjit_session_free(s);
+  ckjit_model_free(m);
+}
+
+TEST_CASE("api: an image's own token limits give the rows ckjit_model_image_rows says") {
+  ckjit_model* m = load(true, 1);
+  const std::vector<char> png = bytes_of(image_path("square-64.png"));
+  ckjit_session* s = nullptr;
+  REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);
+  ckjit_image* im = nullptr;
+  REQUIRE_MESSAGE(ckjit_image_encode_bytes_limits(s, png.data(), png.size(), 16, 0, &im) == CKJIT_OK, ckjit_session_last_error(s));
+  CHECK(ckjit_image_n_rows(im) == ckjit_model_image_rows(m, 64, 64, 16, 0));
+  CHECK(ckjit_image_n_rows(im) >= 16);
+  ckjit_image_free(im);
+  REQUIRE(ckjit_image_encode_bytes_limits(s, png.data(), png.size(), 0, 4, &im) == CKJIT_OK);  // max 4 below the session's min 8
+  CHECK(ckjit_image_n_rows(im) == ckjit_model_image_rows(m, 64, 64, 0, 4));
+  CHECK(ckjit_image_n_rows(im) <= 4);
+  ckjit_image_free(im);
+  REQUIRE(ckjit_image_encode_bytes_limits(s, png.data(), png.size(), 0, 0, &im) == CKJIT_OK);  // 0, 0: the session's
+  CHECK(ckjit_image_n_rows(im) == 9);
+  ckjit_image_free(im);
+  CHECK(ckjit_image_encode_bytes_limits(s, png.data(), png.size(), 32, 16, &im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(ckjit_session_last_error(s)).find("below") != std::string::npos);
+  CHECK(ckjit_image_encode_bytes_limits(s, png.data(), png.size(), -1, 0, &im) == CKJIT_ERR_INVALID_ARGUMENT);
+  CHECK(im == nullptr);
   ckjit_session_free(s);
   ckjit_model_free(m);
 }

@@ -67,7 +67,8 @@ async function main() {
   };
   await refused({ frobnicate: 1 }, 'frobnicate', 400);
   await refused({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools', 400);
-  await refused({ n: 2 }, 'n', 400);
+  await refused({ n: 99 }, 'n', 400);
+  await refused({ top_logprobs: 2 }, 'top_logprobs', 400);
   await refused({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }, 'pattern', 400);
 
   // Structured output: the content parses and holds the schema's fields.
@@ -83,6 +84,19 @@ async function main() {
         Object.keys(value).length === 2, `json_schema content holds the schema: ${content}`);
   check(structured.choices[0].finish_reason === 'stop', `json_schema: finish_reason stop (${structured.choices[0].finish_reason})`);
 
+  // Two choices with log probabilities: what the client's types promise.
+  const two = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Say something' }], max_tokens: 4, seed: 9, n: 2, logprobs: true, top_logprobs: 2,
+  });
+  check(two.choices.length === 2 && two.choices[1].index === 1, 'n: 2 gives two choices');
+  for (const c of two.choices) {
+    const entries = c.logprobs.content;
+    check(Array.isArray(entries) && entries.length >= 1, `logprobs.content is a list (${JSON.stringify(c.logprobs)})`);
+    const joined = Buffer.from(entries.flatMap((t) => t.bytes)).toString('utf8');
+    check(joined === c.message.content, `the logprob tokens' bytes are the answer: "${joined}" vs "${c.message.content}"`);
+    check(entries.every((t) => t.logprob <= 0 && t.top_logprobs.length === 2), 'each entry: logprob <= 0 and 2 alternatives');
+  }
+
   // Legacy text completions: the prompt as given.
   const legacy = await client.completions.create({ model, prompt: 'The total is', max_tokens: 4, temperature: 0 });
   check(legacy.object === 'text_completion' && typeof legacy.choices[0].text === 'string' && legacy.usage.completion_tokens >= 1,
@@ -97,7 +111,7 @@ async function main() {
     check(e instanceof AuthenticationError && e.status === 401, `a wrong key: 401 (got ${e.status})`);
   }
   check(BadRequestError !== undefined, 'the client exports BadRequestError');
-  console.log(`openai client test: models, image chat, streaming with usage, 4 refusals, json_schema, text completions, a wrong key: all as OpenAI's client expects`);
+  console.log(`openai client test: models, image chat, streaming with usage, 5 refusals, n with logprobs, json_schema, text completions, a wrong key: all as OpenAI's client expects`);
 }
 
 main().catch((e) => {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cmath>
 #include <future>
 
 #include "tests/unit/serve_process.h"
@@ -391,11 +392,33 @@ TEST_CASE("serve e2e: /v1/completions answers a raw prompt as a text_completion 
   }
   CHECK(streamed == text);
   // Refused and malformed: named.
-  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true}, {"suffix", "x"}, {"best_of", 2}, {"logprobs", 3}}) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true}, {"suffix", "x"}, {"best_of", 2}}) {
     json b = body;
     b[key] = value;
     check_error(post_text(b), 400, "unsupported_parameter");
   }
+  // Legacy logprobs (a count): parallel arrays, the offsets where each token's text starts.
+  json lp = body;
+  lp["logprobs"] = 2;
+  auto rl = post_text(lp);
+  REQUIRE(rl);
+  REQUIRE(rl->status == 200);
+  const json l = json::parse(rl->body)["choices"][0];
+  CHECK(l["text"] == text);
+  const json& tl = l["logprobs"];
+  REQUIRE(tl["tokens"].size() == 6);
+  REQUIRE(tl["token_logprobs"].size() == 6);
+  REQUIRE(tl["top_logprobs"].size() == 6);
+  std::string joined;
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(tl["text_offset"][i] == joined.size());
+    joined += tl["tokens"][i].get<std::string>();
+    CHECK(tl["top_logprobs"][i].size() <= 2);
+    CHECK(tl["token_logprobs"][i].get<double>() <= 0);
+  }
+  CHECK(joined == text);
+  lp["logprobs"] = 6;
+  check_error(post_text(lp), 400, "invalid_request");
   json two = body;
   two["prompt"] = {"a", "b"};
   check_error(post_text(two), 400, "unsupported_parameter");
@@ -528,7 +551,7 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   Server s({"-c", "96"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   // Unknown and unimplemented fields: a 400 that names them, before anything runs.
-  for (const char* key : {"frobnicate", "tools", "functions", "top_logprobs", "audio", "store"}) {
+  for (const char* key : {"frobnicate", "tools", "functions", "audio", "store"}) {
     json b = text_body("hi");
     b[key] = json::array({1});
     auto r = post(s, b);
@@ -536,9 +559,9 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
     if (r) CHECK(r->body.find(key) != std::string::npos);
   }
   json b = text_body("hi");
-  b["n"] = 2;
-  check_error(post(s, b), 400, "unsupported_parameter");
-  b["n"] = 1;  // one choice is what ckjit gives
+  b["n"] = 17;
+  check_error(post(s, b), 400, "invalid_request");
+  b["n"] = 1;
   b["logprobs"] = false;
   b["user"] = "someone";
   b["tools"] = nullptr;  // null: not set
@@ -546,9 +569,13 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   auto fine = post(s, b);
   REQUIRE(fine);
   CHECK(fine->status == 200);
+  b["top_logprobs"] = 2;  // without logprobs: true
+  check_error(post(s, b), 400, "invalid_request");
   b["logprobs"] = true;
-  check_error(post(s, b), 400, "unsupported_parameter");
+  b["top_logprobs"] = 21;
+  check_error(post(s, b), 400, "invalid_request");
   b.erase("logprobs");
+  b.erase("top_logprobs");
   // Structured output: the answer is a value of the schema; a schema outside the subset is a 400.
   const json schema = json::parse(R"({"type":"object","properties":{"n":{"type":"integer"},"kind":{"enum":["x","y"]}},"required":["n","kind"]})");
   json structured = text_body("hi", 60);
@@ -636,6 +663,124 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   CHECK(jf["choices"][0]["finish_reason"] == "length");
   CHECK(jf["usage"]["completion_tokens"].get<int>() < 96);
   CHECK(jf["usage"]["completion_tokens"].get<int>() > 50);
+  CHECK(s.process().stop() == 0);
+}
+
+TEST_CASE("serve e2e: n choices are the requests with seeds seed+i and logprobs follow the sent text and a request's image token limit") {
+  Server s({"--image-max-tokens", "64"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  auto answer = [&](const json& b) {
+    auto r = post(s, b);
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+    return json::parse(r->body);
+  };
+  // n = 3: choice i is what the same request with seed 7 + i gives alone; the prompt counts once.
+  json three = text_body("Tell me", 6, 7);
+  three["n"] = 3;
+  const json j3 = answer(three);
+  REQUIRE(j3["choices"].size() == 3);
+  int64_t completion = 0;
+  for (int i = 0; i < 3; ++i) {
+    const json one = answer(text_body("Tell me", 6, 7 + i));
+    CHECK(j3["choices"][i]["index"] == i);
+    CHECK(j3["choices"][i]["message"]["content"] == one["choices"][0]["message"]["content"]);
+    CHECK(j3["choices"][i]["finish_reason"] == one["choices"][0]["finish_reason"]);
+    completion += one["usage"]["completion_tokens"].get<int64_t>();
+    if (i == 0) CHECK(j3["usage"]["prompt_tokens"] == one["usage"]["prompt_tokens"]);
+  }
+  CHECK(j3["usage"]["completion_tokens"] == completion);
+  // Streamed, every choice gets its role chunk, its pieces and one finish, by index.
+  json streamed = three;
+  streamed["stream"] = true;
+  auto rs = post(s, streamed);
+  REQUIRE(rs);
+  std::vector<std::string> texts(3);
+  std::vector<int> roles(3, 0), finishes(3, 0);
+  for (const std::string& e : sse_events(rs->body)) {
+    if (e == "[DONE]") continue;
+    const json c = json::parse(e);
+    const int i = c["choices"][0]["index"];
+    const json& d = c["choices"][0]["delta"];
+    if (d.contains("role")) ++roles[size_t(i)];
+    if (d.contains("content")) texts[size_t(i)] += d["content"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) ++finishes[size_t(i)];
+  }
+  for (int i = 0; i < 3; ++i) {
+    CHECK(texts[size_t(i)] == j3["choices"][i]["message"]["content"]);
+    CHECK(roles[size_t(i)] == 1);
+    CHECK(finishes[size_t(i)] == 1);
+  }
+
+  // logprobs: one entry per answer token, its bytes the answer; greedy picks the most likely.
+  json lp = text_body("Tell me", 8, 3);
+  lp["temperature"] = 0;
+  lp["logprobs"] = true;
+  lp["top_logprobs"] = 3;
+  const json jl = answer(lp);
+  const std::string content = jl["choices"][0]["message"]["content"];
+  const json& entries = jl["choices"][0]["logprobs"]["content"];
+  CHECK(entries.size() == size_t(jl["usage"]["completion_tokens"].get<int>()));
+  std::string joined;
+  for (const json& t : entries) {
+    std::string bytes;
+    for (int b : t["bytes"]) bytes += char(b);
+    joined += bytes;
+    CHECK(t["logprob"].get<double>() <= 0);
+    REQUIRE(t["top_logprobs"].size() == 3);
+    double mass = 0, prev = 1;
+    for (const json& a : t["top_logprobs"]) {
+      CHECK(a["logprob"].get<double>() <= prev);
+      prev = a["logprob"].get<double>();
+      mass += std::exp(prev);
+    }
+    CHECK(mass <= 1.0 + 1e-6);
+    CHECK(t["top_logprobs"][0]["bytes"] == t["bytes"]);  // greedy: the best token
+    CHECK(t["top_logprobs"][0]["logprob"].get<double>() == doctest::Approx(t["logprob"].get<double>()));
+  }
+  CHECK(joined == content);
+  // Streamed: the same entries, spread over the chunks.
+  json lps = lp;
+  lps["stream"] = true;
+  auto rls = post(s, lps);
+  REQUIRE(rls);
+  json streamed_entries = json::array();
+  for (const std::string& e : sse_events(rls->body)) {
+    if (e == "[DONE]") continue;
+    const json c = json::parse(e);
+    if (!c["choices"].empty() && c["choices"][0]["logprobs"].is_object())
+      for (const json& t : c["choices"][0]["logprobs"]["content"]) streamed_entries.push_back(t);
+  }
+  CHECK(streamed_entries == entries);
+  // A stop string: the tokens after it are dropped, the one it starts in is kept.
+  if (content.size() >= 4) {
+    json cut = lp;
+    cut["stop"] = content.substr(2, 2);
+    const json jc = answer(cut);
+    const std::string kept = jc["choices"][0]["message"]["content"];
+    CHECK(kept.size() < content.size());
+    size_t before_last = 0;
+    const json& ce = jc["choices"][0]["logprobs"]["content"];
+    REQUIRE(!ce.empty());
+    for (size_t i = 0; i + 1 < ce.size(); ++i) before_last += ce[i]["bytes"].size();
+    CHECK(before_last < std::max<size_t>(kept.size(), 1));
+    CHECK(before_last + ce.back()["bytes"].size() >= kept.size());
+  }
+
+  // A request's own image token limit: fewer rows than the server's, cached apart; above the
+  // server's --image-max-tokens, or min above max: a 400.
+  const json full = answer(image_body(image("square-64.png")));
+  json small = image_body(image("square-64.png"));
+  small["image_max_tokens"] = 4;
+  const json js = answer(small);
+  CHECK(js["usage"]["prompt_tokens"].get<int>() < full["usage"]["prompt_tokens"].get<int>());
+  CHECK(full["usage"]["prompt_tokens"].get<int>() - js["usage"]["prompt_tokens"].get<int>() >= 5);  // 9 rows, then at most 4
+  small["image_max_tokens"] = 65;
+  check_error(post(s, small), 400, "invalid_request");
+  small["image_max_tokens"] = 16;
+  small["image_min_tokens"] = 32;
+  check_error(post(s, small), 400, "invalid_request");
   CHECK(s.process().stop() == 0);
 }
 

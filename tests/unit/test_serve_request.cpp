@@ -226,7 +226,7 @@ TEST_CASE("serve response: completion and chunk and models and error objects hav
   CHECK(id.id.rfind("chatcmpl-", 0) == 0);
   CHECK(new_completion_id("tiny").id != id.id);
   CHECK(id.created > 1700000000);
-  const json c = completion_json(id, "hello", "length", {5, 3});
+  const json c = completion_json(id, {{0, "hello", "length", std::nullopt}}, {5, 3});
   CHECK(c["id"] == id.id);
   CHECK(c["object"] == "chat.completion");
   CHECK(c["created"] == id.created);
@@ -236,16 +236,17 @@ TEST_CASE("serve response: completion and chunk and models and error objects hav
   CHECK(c["choices"][0]["message"]["role"] == "assistant");
   CHECK(c["choices"][0]["message"]["content"] == "hello");
   CHECK(c["choices"][0]["finish_reason"] == "length");
+  CHECK(c["choices"][0]["logprobs"].is_null());  // not asked for
   CHECK(c["usage"]["prompt_tokens"] == 5);
   CHECK(c["usage"]["completion_tokens"] == 3);
   CHECK(c["usage"]["total_tokens"] == 8);
 
-  const json first = chunk_json(id, std::string(), true, std::nullopt);
+  const json first = chunk_json(id, {0, std::string(), true, std::nullopt, nullptr});
   CHECK(first["object"] == "chat.completion.chunk");
   CHECK(first["choices"][0]["delta"]["role"] == "assistant");
   CHECK(first["choices"][0]["finish_reason"].is_null());
   CHECK_FALSE(first.contains("usage"));
-  const json last = chunk_json(id, std::nullopt, false, std::string("stop"), Usage{2, 1});
+  const json last = chunk_json(id, {0, std::nullopt, false, std::string("stop"), nullptr}, Usage{2, 1});
   CHECK(last["choices"][0]["delta"].is_object());
   CHECK(last["choices"][0]["delta"].empty());
   CHECK(last["choices"][0]["finish_reason"] == "stop");

@@ -3,6 +3,8 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 
@@ -46,10 +48,10 @@ struct RenderedRequest {
   std::string signature;
 };
 
-RenderedRequest render_request(const ServerState& st, const ChatRequest& r, std::string prompt) {
+RenderedRequest render_request(const ChatRequest& r, std::string prompt) {
   RenderedRequest out;
   for (const std::string& bytes : r.images) {
-    out.image_keys.push_back(image_key(bytes, st.image_min_tokens, st.image_max_tokens));
+    out.image_keys.push_back(image_key(bytes, r.image_min_tokens, r.image_max_tokens));
     out.signature += out.image_keys.back() + '\x1f';
   }
   out.signature += prompt;
@@ -57,59 +59,113 @@ RenderedRequest render_request(const ServerState& st, const ChatRequest& r, std:
   return out;
 }
 
-// How one generation ended.
+// What one generation sends on as it goes: choice `index`'s text once it is final (no stop string
+// can start in it) and the log probabilities of the tokens that text completes; false: the client is gone.
+using Emit = std::function<bool(int index, const std::string& piece, const std::vector<TokenLogprob>& logprobs)>;
+
+// How a request ended: its choices and usage.
 struct Outcome {
-  std::string content, finish = "stop";
+  std::vector<Choice> choices;
   Usage usage;
   bool client_gone = false;
 };
 
+// One choice's tokens on their way out: through the stop strings, with their logprobs held until
+// their text is sent (a stop string drops the tokens after it).
 struct TokenSink {
+  TokenSink(StopMatcher stop, const Emit& emit, const std::atomic<bool>& stopping) : stop(std::move(stop)), emit(&emit), stopping(&stopping) {}
   StopMatcher stop;
-  const std::function<bool(const std::string&)>* emit;  // false: the client is gone
+  const Emit* emit;
   const std::atomic<bool>* stopping;
+  int index = 0;
+  ckjit_session* session = nullptr;
+  const ckjit_model* model = nullptr;
+  bool logprobs = false, ignore_eos = false;
+  int top_logprobs = 0;
+  size_t generated_bytes = 0;        // of the tokens' text, before stop strings cut it
+  std::vector<TokenLogprob> held;    // tokens whose text is not all sent yet
+  std::vector<TokenLogprob> all;     // the choice's, in order
   std::string content;
   bool gone = false;
+
+  // The held tokens whose text the content now holds (at the end: all); after a stop string, those
+  // that began before it (the rest are dropped).
+  std::vector<TokenLogprob> release(bool at_end) {
+    auto sent = [&](const TokenLogprob& t) { return stop.hit() ? t.text_start < content.size() : at_end || t.text_end <= content.size(); };
+    size_t k = 0;
+    while (k < held.size() && sent(held[k])) ++k;
+    std::vector<TokenLogprob> out(std::make_move_iterator(held.begin()), std::make_move_iterator(held.begin() + ptrdiff_t(k)));
+    held.erase(held.begin(), held.begin() + ptrdiff_t(k));
+    if (stop.hit()) held.clear();
+    all.insert(all.end(), out.begin(), out.end());
+    return out;
+  }
+
+  void send(const std::string& piece, bool at_end = false) {
+    content += piece;
+    const std::vector<TokenLogprob> ready = release(at_end);
+    if ((!piece.empty() || !ready.empty()) && !gone && !(*emit)(index, piece, ready)) gone = true;
+  }
 };
 
-int on_token(int32_t, const char* text, void* user) {
+int on_token(int32_t id, const char* text, void* user) {
   auto* t = static_cast<TokenSink*>(user);
-  const std::string piece = t->stop.push(text);
-  if (!piece.empty()) {
-    t->content += piece;
-    if (!(*t->emit)(piece)) t->gone = true;
+  const size_t n = std::strlen(text);
+  if (t->logprobs && (t->ignore_eos || !ckjit_token_is_eog(t->model, id))) {
+    int32_t n_vocab = 0;
+    const float* logits = ckjit_session_logits(t->session, &n_vocab);  // the ones this token was drawn from
+    if (logits) {
+      TokenLogprob lp = token_logprob(t->model, logits, n_vocab, id, t->top_logprobs);
+      lp.text_start = t->generated_bytes, lp.text_end = t->generated_bytes + n;
+      t->held.push_back(std::move(lp));
+    }
   }
+  t->generated_bytes += n;
+  t->send(t->stop.push(text));
   return t->gone || t->stop.hit() || t->stopping->load() ? 1 : 0;
 }
 
-// Images, prompt, generation on a leased session; HttpError for what the client got wrong.
-Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr,
-                    const std::function<bool(const std::string&)>& emit) {
-  // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
-  // what the session's last prompt shares with this one (every request is a whole conversation).
-  if (!r.cache_prompt) ckjit_session_reset(s);
-  ckjit_timings before;
-  ckjit_timings_init(&before);
-  ckjit_session_timings(s, &before);
+// The request's images as encoded rows (from the cache, else encoded now and cached), once for all
+// its choices; HttpError for a broken or too large image.
+std::vector<std::shared_ptr<EncodedImage>> encode_images(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr) {
+  std::vector<std::shared_ptr<EncodedImage>> out;
   for (size_t i = 0; i < r.images.size(); ++i) {
     const std::string& bytes = r.images[i];
-    const std::string& key = rr.image_keys[i];
-    std::shared_ptr<EncodedImage> im = st.cache->get(key);
+    std::shared_ptr<EncodedImage> im = st.cache->get(rr.image_keys[i]);
     if (!im) {
       ckjit_image* h = nullptr;
-      const ckjit_status es = ckjit_image_encode_bytes(s, bytes.data(), bytes.size(), &h);
+      const ckjit_status es = ckjit_image_encode_bytes_limits(s, bytes.data(), bytes.size(), r.image_min_tokens, r.image_max_tokens, &h);
       if (es != CKJIT_OK) {
         const std::string msg = "image " + std::to_string(i + 1) + ": " + ckjit_session_last_error(s);
         if (es == CKJIT_ERR_OUT_OF_MEMORY) throw HttpError(413, "invalid_request_error", "image_too_large", msg);
         throw HttpError(400, "invalid_request_error", "invalid_image", msg);
       }
       im = std::make_shared<EncodedImage>(h);
-      st.cache->put(key, im);
+      st.cache->put(rr.image_keys[i], im);
     }
-    if (ckjit_session_add_image(s, im->handle) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
+    out.push_back(std::move(im));
   }
+  return out;
+}
+
+struct ChoiceRun {
+  Choice choice;
+  Usage usage;
+  bool client_gone = false;
+};
+
+// Choice `index` on a leased session; the prompt rows of an earlier choice of the request are kept.
+ChoiceRun generate_choice(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr,
+                          const std::vector<std::shared_ptr<EncodedImage>>& images, int index, const Emit& emit) {
+  ckjit_timings before;
+  ckjit_timings_init(&before);
+  ckjit_session_timings(s, &before);
+  for (const auto& im : images)
+    if (ckjit_session_add_image(s, im->handle) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
   if (ckjit_session_add_text(s, rr.prompt.c_str()) != CKJIT_OK) throw HttpError(500, "server_error", "internal", ckjit_session_last_error(s));
-  TokenSink sink{StopMatcher(r.stop), &emit, &st.stopping, {}, false};
+  TokenSink sink(StopMatcher(r.stop), emit, st.stopping);
+  sink.index = index, sink.session = s, sink.model = st.model;
+  sink.logprobs = r.logprobs, sink.ignore_eos = r.ignore_eos, sink.top_logprobs = r.top_logprobs;
   ckjit_generate_params gp;
   ckjit_generate_params_default(&gp);
   gp.n_predict = r.max_tokens;
@@ -126,10 +182,11 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   gp.logit_bias = bias.data();
   gp.n_logit_bias = bias.size();
   gp.ignore_eos = r.ignore_eos ? 1 : 0;
-  gp.seed = r.seed ? *r.seed : std::random_device{}();
+  // Choice i draws with seed + i: n choices of a seeded request are n requests with those seeds.
+  gp.seed = r.seed ? *r.seed + uint64_t(index) : std::random_device{}();
   gp.on_token = on_token;
   gp.user_data = &sink;
-  gp.cache_prompt = r.cache_prompt ? 1 : 0;
+  gp.cache_prompt = r.cache_prompt || index > 0 ? 1 : 0;
   gp.json_schema = r.json_schema ? r.json_schema->c_str() : nullptr;
   gp.grammar = r.grammar ? r.grammar->c_str() : nullptr;
   size_t n = 0;
@@ -139,7 +196,7 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   ckjit_timings t;
   ckjit_timings_init(&t);
   ckjit_session_timings(s, &t);
-  if (t.n_prompt >= before.n_prompt) {  // this request's share of the session's totals
+  if (t.n_prompt >= before.n_prompt) {  // this choice's share of the session's totals
     t.encode_ms -= before.encode_ms, t.prefill_ms -= before.prefill_ms, t.decode_ms -= before.decode_ms;
     t.n_prompt -= before.n_prompt;
   }
@@ -153,29 +210,41 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
   // streamed one after the text it already has) and may ask again elsewhere.
   if (why == CKJIT_STOP_CALLBACK && st.stopping && !sink.stop.hit() && !sink.gone)
     throw HttpError(503, "server_error", "shutting_down", "the server shut down during the generation");
-  Outcome o;
-  if (!sink.stop.hit()) {
-    const std::string rest = sink.stop.flush();
-    if (!rest.empty()) {
-      sink.content += rest;
-      if (!emit(rest)) sink.gone = true;
-    }
-  }
-  o.content = std::move(sink.content);
-  o.client_gone = sink.gone;
+  if (!sink.gone) sink.send(sink.stop.flush(), /*at_end=*/true);
+  ChoiceRun c;
+  c.choice.index = index;
+  c.choice.content = std::move(sink.content);
+  if (r.logprobs) c.choice.logprobs = std::move(sink.all);
+  c.client_gone = sink.gone;
   // "length": max_tokens or the context ran out; "stop": the end-of-generation token or a stop string.
-  o.finish = why == CKJIT_STOP_LENGTH || why == CKJIT_STOP_CONTEXT_FULL ? "length" : "stop";
+  c.choice.finish_reason = why == CKJIT_STOP_LENGTH || why == CKJIT_STOP_CONTEXT_FULL ? "length" : "stop";
   const int64_t cached = ckjit_session_cached_rows(s);
   // The end-of-generation token is not part of the answer (nor counted in it).
   const int64_t completion = int64_t(n) - (why == CKJIT_STOP_END_OF_GENERATION ? 1 : 0);
-  o.usage = {t.n_prompt + cached, completion, cached};
+  c.usage = {t.n_prompt + cached, completion, cached};
+  return c;
+}
+
+// Images, prompt and the request's n choices on a leased session; HttpError for what the client got wrong.
+Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr, const Emit& emit) {
+  // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
+  // what the session's last prompt shares with this one (every request is a whole conversation).
+  if (!r.cache_prompt) ckjit_session_reset(s);
+  const auto images = encode_images(st, s, r, rr);
+  Outcome o;
+  for (int i = 0; i < r.n && !o.client_gone; ++i) {
+    ChoiceRun c = generate_choice(st, s, r, rr, images, i, emit);
+    if (i == 0) o.usage = c.usage;  // the prompt counts once (later choices reuse its rows)
+    else o.usage.completion_tokens += c.usage.completion_tokens;
+    o.choices.push_back(std::move(c.choice));
+    o.client_gone = c.client_gone;
+  }
   st.metrics.tokens(o.usage.prompt_tokens, o.usage.completion_tokens);
   return o;
 }
 
 // complete_on, leaving the session without a half-added prompt when the request fails.
-Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const RenderedRequest& rr,
-                 const std::function<bool(const std::string&)>& emit) {
+Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const RenderedRequest& rr, const Emit& emit) {
   try {
     Outcome o = complete_on(st, lease.get(), r, rr, emit);
     lease.remember(r.cache_prompt ? rr.signature : std::string());
@@ -211,17 +280,24 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_p
       }
       return false;
     }
-    const std::string first = sse(chunk_json(id, std::string(), true, std::nullopt));
+    // Each choice's first chunk carries the role (sent before its first text); pieces as they come.
+    std::vector<bool> started(size_t(r->n), false);
+    auto role_chunk = [&](int index) -> std::string {
+      if (started[size_t(index)]) return "";
+      started[size_t(index)] = true;
+      return sse(chunk_json(id, {index, std::string(), true, std::nullopt, nullptr}));
+    };
+    const std::string first = role_chunk(0);
     if (!sink.write(first.data(), first.size())) return false;
-    const std::function<bool(const std::string&)> emit = [&](const std::string& piece) {
-      const std::string ev = sse(chunk_json(id, piece, false, std::nullopt));
+    const Emit emit = [&](int index, const std::string& piece, const std::vector<TokenLogprob>& logprobs) {
+      const std::string ev = role_chunk(index) + sse(chunk_json(id, {index, piece, false, std::nullopt, r->logprobs ? &logprobs : nullptr}));
       return sink.write(ev.data(), ev.size());
     };
     std::string tail;
     try {
       const Outcome o = complete(st, lease, *r, *rr, emit);
       if (o.client_gone) return false;
-      tail = sse(chunk_json(id, std::nullopt, false, o.finish));
+      for (const Choice& c : o.choices) tail += role_chunk(c.index) + sse(chunk_json(id, {c.index, std::nullopt, false, c.finish_reason, nullptr}));
       if (r->include_usage) tail += sse(usage_chunk_json(id, o.usage));  // OpenAI's usage-only last chunk
     } catch (const HttpError& e) {
       tail = sse(error_json(e.what(), e.type, e.code));
@@ -259,7 +335,7 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
     ckjit_tokenize(st.model, prompt.c_str(), 1, nullptr, 0, &n_text);
     int64_t n_image_rows = 0;
     for (const auto& [w, h] : r->image_sizes)
-      n_image_rows += ckjit_model_image_rows(st.model, w, h, st.image_min_tokens, st.image_max_tokens);
+      n_image_rows += ckjit_model_image_rows(st.model, w, h, r->image_min_tokens, r->image_max_tokens);
     if (int64_t(n_text) + n_image_rows >= st.n_ctx)
       throw HttpError(400, "invalid_request_error", "context_length_exceeded",
                       "the prompt is " + std::to_string(int64_t(n_text) + n_image_rows) + " tokens (" + std::to_string(n_image_rows) +
@@ -270,7 +346,7 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
         throw HttpError(400, "invalid_request_error", "invalid_request",
                         "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     PeerWatch watch(req.remote_port, req.local_port);
-    auto rr = std::make_shared<const RenderedRequest>(render_request(st, *r, prompt));
+    auto rr = std::make_shared<const RenderedRequest>(render_request(*r, prompt));
     if (r->stream) return stream(st, r, rr, res, watch);
     Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, rr->signature);
     if (!lease) {
@@ -283,12 +359,12 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
     const CompletionId id = new_completion_id(st.model_name, text);
     // Nothing is written until the end: the client's socket is looked at every few pieces instead.
     int pieces = 0;
-    const Outcome o = complete(st, lease, *r, *rr, [&](const std::string&) { return ++pieces % 4 != 0 || !watch.gone(); });
+    const Outcome o = complete(st, lease, *r, *rr, [&](int, const std::string&, const std::vector<TokenLogprob>&) { return ++pieces % 4 != 0 || !watch.gone(); });
     if (o.client_gone) {
       res.status = 499;
       return;
     }
-    res.set_content(completion_json(id, o.content, o.finish, o.usage).dump(-1, ' ', false, json::error_handler_t::replace),
+    res.set_content(completion_json(id, o.choices, o.usage).dump(-1, ' ', false, json::error_handler_t::replace),
                     "application/json");
   } catch (const HttpError& e) {
     send_error(res, e.status, e.code, e.what());

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -49,8 +50,9 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   sp.n_batch = o.n_batch;
   sp.image_min_tokens = o.image_min_tokens;
   sp.image_max_tokens = o.image_max_tokens;
-  st->image_min_tokens = o.image_min_tokens > 0 ? o.image_min_tokens : 8;
-  st->image_max_tokens = o.image_max_tokens > 0 ? o.image_max_tokens : 4096;
+  // The limits every request starts from (and may lower): the server's, else the library's 8 and 4096.
+  st->opt.limits.image_max_tokens = o.image_max_tokens > 0 ? o.image_max_tokens : 4096;
+  st->opt.limits.image_min_tokens = std::min(o.image_min_tokens > 0 ? o.image_min_tokens : 8, st->opt.limits.image_max_tokens);
   st->n_ctx = o.n_ctx;
   try {
     st->pool = std::make_unique<SessionPool>(st->model, o.parallel, sp);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -157,11 +158,12 @@ const std::vector<FieldRule>& chat_request_fields() {
       {"min_p", nullptr}, {"max_tokens", nullptr}, {"max_completion_tokens", nullptr}, {"seed", nullptr}, {"stop", nullptr},
       {"stream", nullptr}, {"stream_options", nullptr}, {"presence_penalty", nullptr}, {"frequency_penalty", nullptr},
       {"repeat_penalty", nullptr}, {"repeat_last_n", nullptr}, {"logit_bias", nullptr}, {"n", nullptr},
-      {"logprobs", nullptr}, {"response_format", nullptr}, {"user", nullptr}, {"cache_prompt", nullptr},
-      {"ignore_eos", nullptr}, {"grammar", nullptr},
+      {"logprobs", nullptr}, {"top_logprobs", nullptr}, {"response_format", nullptr}, {"user", nullptr},
+      {"cache_prompt", nullptr}, {"ignore_eos", nullptr}, {"grammar", nullptr}, {"image_min_tokens", nullptr},
+      {"image_max_tokens", nullptr},
       {"tools", "tool calling is not supported"}, {"tool_choice", "tool calling is not supported"},
       {"parallel_tool_calls", "tool calling is not supported"}, {"functions", "function calling is not supported"},
-      {"function_call", "function calling is not supported"}, {"top_logprobs", "log probabilities are not supported"},
+      {"function_call", "function calling is not supported"},
       {"audio", "audio output is not supported"}, {"modalities", "ckjit answers with text only; omit 'modalities'"},
       {"prediction", "predicted outputs are not supported"}, {"reasoning_effort", "the model has no reasoning settings"},
       {"verbosity", "the model has no verbosity setting"}, {"web_search_options", "web search is not supported"},
@@ -245,7 +247,7 @@ void parse_generation_fields(const json& j, ChatRequest& r, const RequestLimits&
   if (given(j, "repeat_penalty")) r.repeat_penalty = float(number(j["repeat_penalty"], "repeat_penalty", 0.001, 100));
   if (given(j, "repeat_last_n")) r.repeat_last_n = int(integer(j, "repeat_last_n", 0, 1 << 16));
   if (given(j, "logit_bias")) r.logit_bias = logit_bias_of(j["logit_bias"]);
-  if (given(j, "n") && integer(j, "n", 1, 128) != 1) bad("'n' > 1 (several choices) is not supported; send n requests", "unsupported_parameter");
+  if (given(j, "n")) r.n = int(integer(j, "n", 1, limits.max_choices));
   if (given(j, "user") && !j["user"].is_string()) bad("'user' must be a string");
   if (given(j, "grammar")) {  // llama-server's: a GBNF grammar
     if (!j["grammar"].is_string()) bad("'grammar' must be a string (GBNF)");
@@ -292,6 +294,16 @@ void parse_generation_fields(const json& j, ChatRequest& r, const RequestLimits&
   }
 }
 
+// ckjit's extension: this request's image token limits (rows per image) within the server's.
+void image_limits(const json& j, ChatRequest& r, const RequestLimits& limits) {
+  const bool lo = given(j, "image_min_tokens"), hi = given(j, "image_max_tokens");
+  const int64_t cap = limits.image_max_tokens;
+  r.image_max_tokens = hi ? int(integer(j, "image_max_tokens", 1, cap)) : limits.image_max_tokens;
+  r.image_min_tokens = lo ? int(integer(j, "image_min_tokens", 1, cap)) : std::min(limits.image_min_tokens, r.image_max_tokens);
+  if (r.image_min_tokens > r.image_max_tokens)
+    bad("'image_min_tokens' (" + std::to_string(r.image_min_tokens) + ") is above 'image_max_tokens' (" + std::to_string(r.image_max_tokens) + ")");
+}
+
 }  // namespace
 
 ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits) {
@@ -310,7 +322,12 @@ ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limit
     r.messages.push_back({role, content_of(m.contains("content") ? m["content"] : json(), r, limits)});
   }
   parse_generation_fields(j, r, limits);
-  if (given(j, "logprobs") && boolean(j, "logprobs")) bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
+  if (given(j, "logprobs")) r.logprobs = boolean(j, "logprobs");
+  if (given(j, "top_logprobs")) {
+    r.top_logprobs = int(integer(j, "top_logprobs", 0, 20));
+    if (!r.logprobs) bad("'top_logprobs' needs 'logprobs': true");
+  }
+  image_limits(j, r, limits);
   if (given(j, "response_format")) {
     const json& rf = j["response_format"];
     if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad("'response_format' needs a string 'type'");
@@ -344,9 +361,11 @@ ChatRequest parse_completion_request(std::string_view body, const RequestLimits&
   if (!p || !p->is_string() || p->get<std::string>().empty()) bad("'prompt' must be a non-empty string");
   r.raw_prompt = without_markers(p->get<std::string>());
   parse_generation_fields(j, r, limits);
-  // logprobs is a count here (OpenAI's legacy completions): 0 or null only.
-  if (given(j, "logprobs") && !(j["logprobs"].is_number_integer() && j["logprobs"].get<int64_t>() == 0))
-    bad("'logprobs': log probabilities are not supported", "unsupported_parameter");
+  // logprobs is a count here (OpenAI's legacy completions): the chosen token's and the k most likely.
+  if (given(j, "logprobs")) {
+    r.logprobs = true;
+    r.top_logprobs = int(integer(j, "logprobs", 0, 5));
+  }
   return r;
 }
 

@@ -44,6 +44,10 @@ struct ChatRequest {
   std::optional<std::string> json_schema;  // response_format json_object / json_schema: the schema's JSON text
   std::optional<std::string> grammar;      // llama-server's "grammar": GBNF text
   std::optional<std::string> raw_prompt;   // /v1/completions: the prompt as given (no chat template, no images)
+  int n = 1;                  // choices, generated one after another on one session (the prompt prefilled once)
+  bool logprobs = false;      // each token's log probability (chat: logprobs: true; text: logprobs: k)
+  int top_logprobs = 0;       // and the k most likely tokens at each step
+  int image_min_tokens = 8, image_max_tokens = 4096;  // rows per image: the server's, or the request's (an extension)
 };
 
 struct RequestLimits {
@@ -52,12 +56,14 @@ struct RequestLimits {
   bool allow_local_images = false;
   int64_t max_image_pixels = int64_t(4096) * 4096;
   size_t max_images = 16;
+  int max_choices = 16;                               // most 'n'
+  int image_min_tokens = 8, image_max_tokens = 4096;  // the server's; a request may lower the max, not raise it
 };
 
 // Parses body (JSON) against the limits; images are resolved (data: URIs decoded, local files read
 // when allowed) and their header dimensions checked against max_image_pixels before any decoding.
 // Every field is honoured or refused: an unknown field, or one ckjit does not implement (tools,
-// n > 1, logprobs, ...), is a 400 naming it, never silently ignored.
+// audio, ...), is a 400 naming it, never silently ignored.
 ChatRequest parse_chat_request(std::string_view body, const RequestLimits& limits);
 
 // A /v1/completions body (OpenAI's legacy text completions): one prompt string, used as given.

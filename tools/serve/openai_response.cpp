@@ -29,21 +29,67 @@ json usage_json(const Usage& u) {
 }
 }  // namespace
 
-json completion_json(const CompletionId& c, const std::string& content, const std::string& finish_reason, const Usage& u) {
-  json choice = c.text ? json{{"index", 0}, {"text", content}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}
-                       : json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", finish_reason}};
-  return {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion"}, {"created", c.created}, {"model", c.model},
-          {"choices", json::array({choice})}, {"usage", usage_json(u)}};
+namespace {
+
+// OpenAI's "bytes": the token's bytes as integers 0..255 (its text may be part of a character).
+std::vector<int> byte_list(const std::string& bytes) {
+  std::vector<int> out;
+  for (unsigned char b : bytes) out.push_back(b);
+  return out;
 }
 
-json chunk_json(const CompletionId& c, const std::optional<std::string>& content, bool with_role,
-                const std::optional<std::string>& finish_reason, const std::optional<Usage>& usage) {
+// Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}], "refusal": null}.
+json chat_logprobs_json(const std::vector<TokenLogprob>& tokens) {
+  json content = json::array();
+  for (const TokenLogprob& t : tokens) {
+    json top = json::array();
+    for (const TokenAlternative& a : t.top) top.push_back({{"token", a.bytes}, {"logprob", a.logprob}, {"bytes", byte_list(a.bytes)}});
+    content.push_back({{"token", t.chosen.bytes}, {"logprob", t.chosen.logprob}, {"bytes", byte_list(t.chosen.bytes)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// Legacy text completions: parallel arrays, top_logprobs as {token: logprob} objects.
+json text_logprobs_json(const std::vector<TokenLogprob>& tokens) {
+  json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : tokens) {
+    toks.push_back(t.chosen.bytes);
+    lps.push_back(t.chosen.logprob);
+    json top = json::object();
+    for (const TokenAlternative& a : t.top) top[a.bytes] = a.logprob;
+    tops.push_back(top);
+    offsets.push_back(t.text_start);
+  }
+  return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+json logprobs_json(const CompletionId& c, const std::vector<TokenLogprob>* tokens) {
+  if (!tokens) return nullptr;
+  return c.text ? text_logprobs_json(*tokens) : chat_logprobs_json(*tokens);
+}
+
+}  // namespace
+
+json completion_json(const CompletionId& c, const std::vector<Choice>& choices, const Usage& u) {
+  json out = json::array();
+  for (const Choice& ch : choices) {
+    const json lp = logprobs_json(c, ch.logprobs ? &*ch.logprobs : nullptr);
+    out.push_back(c.text ? json{{"index", ch.index}, {"text", ch.content}, {"logprobs", lp}, {"finish_reason", ch.finish_reason}}
+                         : json{{"index", ch.index}, {"message", {{"role", "assistant"}, {"content", ch.content}}}, {"logprobs", lp},
+                                {"finish_reason", ch.finish_reason}});
+  }
+  return {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion"}, {"created", c.created}, {"model", c.model},
+          {"choices", out}, {"usage", usage_json(u)}};
+}
+
+json chunk_json(const CompletionId& c, const ChunkPiece& p, const std::optional<Usage>& usage) {
   json delta = json::object();
-  if (with_role) delta["role"] = "assistant";
-  if (content) delta["content"] = *content;
-  const json finish = finish_reason ? json(*finish_reason) : json(nullptr);
-  json choice = c.text ? json{{"index", 0}, {"text", content.value_or("")}, {"logprobs", nullptr}, {"finish_reason", finish}}
-                       : json{{"index", 0}, {"delta", delta}, {"finish_reason", finish}};
+  if (p.with_role) delta["role"] = "assistant";
+  if (p.content) delta["content"] = *p.content;
+  const json finish = p.finish_reason ? json(*p.finish_reason) : json(nullptr);
+  const json lp = logprobs_json(c, p.logprobs);
+  json choice = c.text ? json{{"index", p.index}, {"text", p.content.value_or("")}, {"logprobs", lp}, {"finish_reason", finish}}
+                       : json{{"index", p.index}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}};
   json j = {{"id", c.id}, {"object", c.text ? "text_completion" : "chat.completion.chunk"}, {"created", c.created}, {"model", c.model},
             {"choices", json::array({choice})}};
   if (usage) j["usage"] = usage_json(*usage);

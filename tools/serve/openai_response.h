@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "tools/serve/token_logprobs.h"
 
 namespace ckjit::serve {
 
@@ -24,10 +27,24 @@ struct CompletionId {
 
 CompletionId new_completion_id(const std::string& model, bool text = false);
 
-nlohmann::json completion_json(const CompletionId& c, const std::string& content, const std::string& finish_reason, const Usage& u);
-// A streamed piece: the first carries the role, the last the finish reason; usage only when given.
-nlohmann::json chunk_json(const CompletionId& c, const std::optional<std::string>& content, bool with_role,
-                          const std::optional<std::string>& finish_reason, const std::optional<Usage>& usage = std::nullopt);
+// One answer of a completion ('n' of them).
+struct Choice {
+  int index = 0;
+  std::string content, finish_reason;
+  std::optional<std::vector<TokenLogprob>> logprobs;  // when the request asked for them
+};
+
+nlohmann::json completion_json(const CompletionId& c, const std::vector<Choice>& choices, const Usage& u);
+// A streamed piece of choice `index`: the first carries the role, the last the finish reason;
+// logprobs (when asked for) of the tokens whose text the piece completes; usage only when given.
+struct ChunkPiece {
+  int index = 0;
+  std::optional<std::string> content;
+  bool with_role = false;
+  std::optional<std::string> finish_reason;
+  const std::vector<TokenLogprob>* logprobs = nullptr;
+};
+nlohmann::json chunk_json(const CompletionId& c, const ChunkPiece& piece, const std::optional<Usage>& usage = std::nullopt);
 // stream_options.include_usage: the stream's last chunk before [DONE], empty choices and the usage.
 nlohmann::json usage_chunk_json(const CompletionId& c, const Usage& u);
 // What /v1/models tells about the model beside OpenAI's fields (as llama-server's "meta").

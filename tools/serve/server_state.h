@@ -42,7 +42,6 @@ struct ServerState {
   std::unique_ptr<ImageCache> cache;
   Metrics metrics;
   std::atomic<bool> stopping{false};
-  int image_min_tokens = 8, image_max_tokens = 4096;  // effective, for the cache key
   int n_ctx = 4096;
 
   bool accepts_model(const std::string& name) const;
