@@ -1,7 +1,9 @@
 // What structured output costs per decoded token: the same model, prompt and sampler (temperature
 // 1, llama.cpp's defaults otherwise) generating free text and JSON under a schema, in alternated
 // runs; the wall time of the decode loop (decode + sampling + masks) per token, medians.
-//   bench_structured MODEL [--tokens N] [--runs R] [--schema FILE] [--threads T]
+// --validate N instead samples N answers (temperature 1, seeds 1..N, up to --tokens each) and checks
+// that every finished one parses and validates (tests/unit/json_schema_check.h, apart from the compiler).
+//   bench_structured MODEL [--tokens N] [--runs R] [--schema FILE] [--threads T] [--validate N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "pair/context.h"
+#include "tests/unit/json_schema_check.h"
 #include "pair/model.h"
 #include "topology/machine.h"
 
@@ -29,20 +32,64 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+ckjit::graph::GenerateResult sample(ckjit::pair::Context& ctx, const ckjit::graph::GenerateOptions& o) {
+  ctx.reset();
+  ckjit::pair::Prompt p;
+  p.chat = true;
+  p.add_text("Read the receipt and answer in JSON.");
+  return ctx.generate(ctx.render(p), o, {});
+}
+
+// N answers at temperature 1: every one that ends (end of generation) must parse and validate.
+int validate_samples(const std::shared_ptr<const ckjit::pair::Model>& model, ckjit::pair::Context& ctx,
+                     const std::shared_ptr<const ckjit::structured::Grammar>& grammar, const std::string& schema_text, int n, int tokens) {
+  const schemacheck::Json schema = schemacheck::Json::parse(schema_text);
+  int ended = 0, valid = 0, cut = 0;
+  size_t total_tokens = 0, longest = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 1; i <= n; ++i) {
+    ckjit::graph::GenerateOptions o;
+    o.n_predict = tokens;
+    o.sampler.temp = 1.0f;
+    o.sampler.seed = uint64_t(i);
+    o.grammar = grammar;
+    const ckjit::graph::GenerateResult r = sample(ctx, o);
+    total_tokens += r.generated.size();
+    longest = std::max(longest, r.generated.size());
+    if (r.stop != ckjit::graph::StopReason::end_of_generation) {
+      ++cut;
+      continue;
+    }
+    ++ended;
+    std::vector<int32_t> ids(r.generated.begin(), r.generated.end() - 1);
+    const std::string text = model->tokenizer().decode(ids);
+    const schemacheck::Json v = schemacheck::Json::parse(text, nullptr, false);
+    const std::string why = v.is_discarded() ? "does not parse" : schemacheck::why_not(v, schema, schema);
+    if (why.empty()) ++valid;
+    else std::printf("seed %d: %s: %s\n", i, why.c_str(), text.c_str());
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("validate: %d samples at temperature 1 (seeds 1..%d, at most %d tokens): %d ended, %d of them parse and validate, "
+              "%d cut at the token limit | %zu tokens (longest %zu) in %.0f s\n",
+              n, n, tokens, ended, valid, cut, total_tokens, longest, s);
+  return valid == ended ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_structured MODEL [--tokens N] [--runs R] [--schema FILE] [--threads T]\n");
+    std::fprintf(stderr, "usage: bench_structured MODEL [--tokens N] [--runs R] [--schema FILE] [--threads T] [--validate N]\n");
     return 2;
   }
   std::string model_path = argv[1], schema = kSchema;
-  int tokens = 64, runs = 3, threads = 0;
+  int tokens = 64, runs = 3, threads = 0, validate = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--tokens") tokens = std::atoi(v.c_str());
     else if (a == "--runs") runs = std::atoi(v.c_str());
     else if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--validate") validate = std::atoi(v.c_str());
     else if (a == "--schema") {
       std::ifstream f(v);
       std::stringstream ss;
@@ -68,6 +115,7 @@ int main(int argc, char** argv) {
   ckjit::pair::ContextOptions co;
   co.n_ctx = 1024;
   ckjit::pair::Context ctx(model, co);
+  if (validate > 0) return validate_samples(model, ctx, grammar, schema, validate, tokens);
   std::vector<double> free_ms, json_ms;
   int json_tokens = 0, json_complete = 0;
   for (int r = 0; r < runs; ++r) {

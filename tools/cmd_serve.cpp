@@ -37,6 +37,8 @@ static int serve_main(const std::vector<std::string>& args) {
       ("allow-local-images", po::bool_switch(&L.allow_local_images), "accept file:// URLs and absolute paths as image_url (else 403)")
       ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds a connection may stall reading a request or writing an answer (llama-server's --timeout)")
+      ("drain-seconds", po::value(&o.drain_s)->default_value(o.drain_s),
+       "on SIGTERM (or a first SIGINT): refuse new requests (503) and let those in flight finish for up to this long, then exit 0; 0: cut them at once")
       ("max-isa", po::value(&o.max_isa), "cap the instruction set: avx2, avxvnni, avx512, amx")
       ("vision-precision", po::value(&o.vision_precision)->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
       ("api-key", po::value(&o.api_key), "require 'Authorization: Bearer KEY' on every route but /health (else 401)")

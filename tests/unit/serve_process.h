@@ -89,6 +89,9 @@ class Process {
     }
     return true;
   }
+  void signal(int sig) {
+    if (pid_ > 0 && running()) ::kill(pid_, sig);
+  }
   // Sends sig and waits up to grace_s; then SIGKILL. The exit status (negative: killed by a signal).
   int stop(int sig = SIGTERM, int grace_s = 20) {
     if (pid_ <= 0) return -1000;

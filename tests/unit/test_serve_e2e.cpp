@@ -827,18 +827,72 @@ TEST_CASE("serve e2e: /tokenize and /detokenize round trip and --api-key guards 
   CHECK(s.process().stop() == 0);
 }
 
-TEST_CASE("serve e2e: SIGINT stops a server with a request in flight and exit status 0") {
-  Server s({"-c", "4096", "--max-tokens-limit", "3000"});
+// A long generation on a server with --drain-seconds D, once it runs.
+struct LongRequest {
+  LongRequest(Server& s, int tokens) : s(s) {
+    json b = text_body("Long", tokens);
+    b["ignore_eos"] = true;
+    answer = std::async(std::launch::async, [this, b] { return post(this->s, b, 120); });
+    for (int i = 0; i < 500 && metric(s, "ckjit_sessions_busy") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Server& s;
+  std::future<httplib::Result> answer;
+};
+
+bool health_is(const Server& s, int status) {
+  for (int i = 0; i < 200; ++i) {
+    auto r = s.client()->Get("/health");
+    if (r && r->status == status) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_CASE("serve e2e: SIGTERM drains: the request in flight finishes whole and new ones get 503 and /health says draining and exit 0") {
+  Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "120"});
   REQUIRE_MESSAGE(s.ok(), s.log());
-  json b = text_body("Long", 3000);
-  b["ignore_eos"] = true;
-  auto f = std::async(std::launch::async, [&] { return post(s, b); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(s.process().stop(SIGINT) == 0);
-  // A generation the signal cut short is no finished answer: 503 shutting_down (or the connection
-  // closed); no hang, and never a 200 that looks complete.
-  auto r = f.get();
+  LongRequest running(s, 1000);
+  REQUIRE(metric(s, "ckjit_sessions_busy") == 1);
+  s.process().signal(SIGTERM);
+  CHECK(health_is(s, 503));
+  auto refused = post(s, text_body("hi", 2));
+  check_error(refused, 503, "shutting_down");
+  if (refused) CHECK(refused->get_header_value("Retry-After") == "1");
+  auto r = running.answer.get();
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  const json j = json::parse(r->body);
+  CHECK(j["choices"][0]["finish_reason"] == "length");
+  CHECK(j["usage"]["completion_tokens"] == 1000);
+  // The server leaves by itself once nothing is in flight.
+  for (int i = 0; i < 1000 && s.process().running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK_FALSE(s.process().running());
+  CHECK(s.process().stop() == 0);
+  INFO(s.log());
+  CHECK(s.log().find("drained") != std::string::npos);
+}
+
+TEST_CASE("serve e2e: a second SIGINT stops at once and a drain past --drain-seconds cuts the answer with 503 and exit status 0") {
+  {
+    Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "600"});
+    REQUIRE_MESSAGE(s.ok(), s.log());
+    LongRequest running(s, 3000);
+    s.process().signal(SIGINT);
+    CHECK(health_is(s, 503));
+    CHECK(s.process().stop(SIGINT) == 0);  // within stop's 20 s, long before the 600 s drain
+    // A generation the signal cut short is no finished answer: 503 shutting_down (or the connection
+    // closed); no hang, and never a 200 that looks complete.
+    auto r = running.answer.get();
+    if (r) check_error(r, 503, "shutting_down");
+  }
+  Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "1"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  LongRequest running(s, 3000);
+  CHECK(s.process().stop(SIGTERM) == 0);
+  auto r = running.answer.get();
   if (r) check_error(r, 503, "shutting_down");
+  CHECK(s.log().find("still running after 1 s") != std::string::npos);
 }
 
 }  // TEST_SUITE

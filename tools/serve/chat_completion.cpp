@@ -259,8 +259,9 @@ Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const Rend
 // The streamed answer: waits in line (an SSE comment each second, which also tells a gone client),
 // then one chunk per piece of text, a last chunk with the finish reason and usage, then [DONE].
 void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_ptr<const RenderedRequest> rr, httplib::Response& res,
-            PeerWatch watch) {
-  res.set_chunked_content_provider("text/event-stream", [&st, r, rr, watch](size_t, httplib::DataSink& sink) mutable {
+            PeerWatch watch, std::shared_ptr<InFlight> in_flight) {
+  // in_flight lives as long as the provider: until the stream is done or dropped.
+  res.set_chunked_content_provider("text/event-stream", [&st, r, rr, watch, in_flight](size_t, httplib::DataSink& sink) mutable {
     const CompletionId id = new_completion_id(st.model_name, r->raw_prompt.has_value());
     auto last_ping = Clock::now();
     bool gone = false;
@@ -318,6 +319,7 @@ namespace {
 // Chat (text = false) and text completions: the same checks, sessions and generation; a text
 // completion's prompt is used as given and its answer has the legacy text_completion shape.
 void handle_completion(ServerState& st, const httplib::Request& req, httplib::Response& res, bool text) {
+  auto in_flight = std::make_shared<InFlight>(st);
   try {
     const std::string ctype = req.get_header_value("Content-Type");
     if (ctype.rfind("application/json", 0) != 0)
@@ -347,7 +349,7 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
                         "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     PeerWatch watch(req.remote_port, req.local_port);
     auto rr = std::make_shared<const RenderedRequest>(render_request(*r, prompt));
-    if (r->stream) return stream(st, r, rr, res, watch);
+    if (r->stream) return stream(st, r, rr, res, watch, in_flight);
     Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, rr->signature);
     if (!lease) {
       if (watch.gone()) {

@@ -80,6 +80,14 @@ bool same_secret(const std::string& a, const std::string& b) {
 // stay open) and --cors (headers on every answer, 204 to preflights).
 void access_rules(httplib::Server& svr, const ServerState& st) {
   svr.set_pre_routing_handler([&st](const httplib::Request& q, httplib::Response& r) {
+    // Draining: no new generations (a load balancer's retry goes to another replica).
+    if (st.draining && (q.path == "/v1/chat/completions" || q.path == "/v1/completions")) {
+      r.status = 503;
+      r.set_header("Retry-After", "1");
+      r.set_content(error_json("the server is shutting down (draining the requests in flight)", "server_error", "shutting_down").dump(),
+                    "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (q.method == "OPTIONS" && !st.opt.cors_origin.empty()) {
       r.status = 204;
       return httplib::Server::HandlerResponse::Handled;
@@ -113,7 +121,10 @@ void routes(httplib::Server& svr, ServerState& st, int64_t started) {
     const ModelMeta meta{st.n_ctx, ckjit_model_n_vocab(st.model), ckjit_model_has_vision(st.model) != 0, st.opt.parallel};
     json_reply(r, models_json(st.model_name, started, meta));
   });
-  svr.Get("/health", [](const httplib::Request&, httplib::Response& r) { json_reply(r, {{"status", "ok"}}); });
+  svr.Get("/health", [&st](const httplib::Request&, httplib::Response& r) {
+    if (st.draining) r.status = 503;  // a health check takes the replica out of rotation
+    json_reply(r, {{"status", st.draining ? "draining" : "ok"}});
+  });
   svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& r) {
     Metrics::Gauges g{st.pool->queued(), st.pool->busy(), st.pool->size(), st.cache->stats()};
     r.set_content(st.metrics.render(g), "text/plain; version=0.0.4");
@@ -141,6 +152,30 @@ void routes(httplib::Server& svr, ServerState& st, int64_t started) {
                   "application/json");
   });
   svr.set_logger([&st](const httplib::Request& q, const httplib::Response& r) { st.metrics.request(q.path, r.status); });
+}
+
+// After the first SIGTERM / SIGINT: new requests get 503 while those in flight finish, until none
+// is left, --drain-seconds pass, or a second signal comes (then what still runs is cut).
+void drain(ServerState& st, const sigset_t& signals, int sig, const std::atomic<bool>& served) {
+  const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  if (st.opt.drain_s <= 0 || st.in_flight == 0) {
+    std::fprintf(stderr, "ckjit serve: %s, stopping\n", name);
+    return;
+  }
+  st.draining = true;
+  std::fprintf(stderr, "ckjit serve: %s, draining %d request(s) for up to %d s (a second signal stops at once)\n", name, st.in_flight.load(),
+               st.opt.drain_s);
+  std::fflush(stderr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(st.opt.drain_s);
+  const timespec tick{0, 50'000'000};
+  while (st.in_flight > 0 && !served && std::chrono::steady_clock::now() < deadline) {
+    if (sigtimedwait(&signals, nullptr, &tick) > 0) {
+      std::fprintf(stderr, "ckjit serve: second signal, stopping now\n");
+      return;
+    }
+  }
+  if (st.in_flight > 0) std::fprintf(stderr, "ckjit serve: %d request(s) still running after %d s, stopping them\n", st.in_flight.load(), st.opt.drain_s);
+  else std::fprintf(stderr, "ckjit serve: drained, stopping\n");
 }
 
 }  // namespace
@@ -189,7 +224,7 @@ int run_server(const ServerOptions& o) {
     std::thread waiter([&] {
       int sig = 0;
       sigwait(&stop_signals, &sig);
-      if (!served) std::fprintf(stderr, "ckjit serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      if (!served) drain(*st, stop_signals, sig, served);
       st->stopping = true;  // generations stop after their current token, queued requests leave
       st->pool->shutdown();
       svr.stop();

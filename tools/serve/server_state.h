@@ -24,6 +24,7 @@ struct ServerOptions {
   double image_cache_mb = 256;
   int http_threads = 0;  // 0: enough for the sessions and a queue
   int timeout_s = 600;   // socket read / write timeout (llama-server's default)
+  int drain_s = 20;      // SIGTERM / first SIGINT: how long requests in flight may take to finish (0: cut at once)
   bool use_profile = true;
   std::string max_isa;
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
@@ -41,10 +42,24 @@ struct ServerState {
   ckjit_batcher* batcher = nullptr;
   std::unique_ptr<ImageCache> cache;
   Metrics metrics;
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopping{false};  // generations stop after their current token, queued requests leave
+  std::atomic<bool> draining{false};  // new requests get 503, those in flight finish
+  std::atomic<int> in_flight{0};      // generation requests accepted and not yet answered in full
   int n_ctx = 4096;
 
   bool accepts_model(const std::string& name) const;
+};
+
+// Counts a generation request in flight from its start until its answer (or stream) is done.
+class InFlight {
+ public:
+  explicit InFlight(ServerState& st) : st_(st) { st_.in_flight.fetch_add(1); }
+  ~InFlight() { st_.in_flight.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  ServerState& st_;
 };
 
 }  // namespace ckjit::serve
