@@ -68,7 +68,7 @@ Nfa::Frag Nfa::star(Frag a) {
 
 namespace {
 
-constexpr size_t kMaxKeptNfaStates = size_t(1) << 22;  // summed over the DFA states' NFA sets (a hostile grammar fails in well under a second)
+constexpr size_t kMaxKeptNfaStates = (size_t(1) << 22) >> kLimitShift;  // summed over the DFA states' NFA sets (a hostile grammar fails in well under a second)
 
 // The epsilon closure of set, in place and sorted (set is its own work list).
 void close(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {

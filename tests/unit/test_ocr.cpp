@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/skip.h"
 #include "runtime/error.h"
 #include "runtime/image/image.h"
 #include "tests/unit/ocr_test_files.h"
@@ -178,6 +179,18 @@ TEST_CASE("ocr journal: records read back / a cut last line is removed and appen
   CHECK_THROWS_WITH_AS(read_journal(other.string()), doctest::Contains("line 1"), ckjit::Error);
   write_file(other, "{\"source\":\"a\",\"page\":0}\n{\"source\":\"b\",\"page\":1}\n");  // pages are 1-based
   CHECK_THROWS_WITH_AS(read_journal(other.string()), doctest::Contains("line 1"), ckjit::Error);
+}
+
+TEST_CASE("ocr journal: a full disk is an error naming ENOSPC and the file and the page and never a cut record") {
+  if (!fs::exists("/dev/full")) CKJIT_SKIP("no /dev/full on this system");
+  JournalWriter w("/dev/full");  // every write: ENOSPC
+  Record r;
+  r["source"] = "scan-7.png";
+  r["page"] = 1;
+  r["text"] = std::string(10000, 'x');  // more than stdio buffers, so the write itself fails too
+  CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("No space left on device"), ckjit::Error);
+  CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("scan-7.png"), ckjit::Error);
+  CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("run the same command again"), ckjit::Error);
 }
 
 TEST_CASE("ocr merge: one record per page sorted by source then page number / ok wins over error / cut lines ignored") {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -359,6 +361,37 @@ TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only 
   const auto recs = records(out);
   CHECK(recs.size() == kPages);
   CHECK(by_page(recs) == by_page(full));
+}
+
+TEST_CASE("ckjit ocr: killed with SIGKILL at moments across a run then resumed gives every page exactly once as an unkilled run does") {
+  const Corpus& c = corpus();
+  const auto& full = full_run();
+  REQUIRE(full.size() == kPages);
+  const fs::path out = c.out("killed.jsonl");
+  const std::string run = "ocr " + c.common + " -o " + q(out) + " " + q(c.docs);
+  // How long a whole run takes here, to spread the kills over it (load, pages, record writes).
+  auto whole = [&] {
+    fs::remove(out);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(run_ckjit(run).status == 1);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }();
+  int killed = 0;
+  for (double at : {0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95}) {
+    fs::remove(out);
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", at * whole);
+    const CliResult k = run_shell(std::string("timeout -s KILL ") + secs + " '" CKJIT_BINARY_PATH "' " + run);
+    killed += k.status == 137;  // timeout's status for a command it killed
+    CliResult r = run_ckjit(run);
+    INFO("killed after " << secs << " s: " << k.output << "\nresume: " << r.output);
+    CHECK(r.status == 1);  // the failing pages fail again; the rest is done
+    const auto recs = records(out);  // every line whole
+    CHECK(recs.size() == kPages);
+    CHECK(by_page(recs) == by_page(full));  // each page once (by_page checks), as the unkilled run
+  }
+  MESSAGE(killed << " of 7 runs were killed mid-run (a whole run takes " << whole << " s here)");
+  CHECK(killed >= 1);
 }
 
 TEST_CASE("ckjit ocr --retry-errors: a page that failed is done again once mended / its error record replaced") {

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,8 +102,15 @@ JournalWriter::~JournalWriter() {
 void JournalWriter::append(const Record& record) {
   // error_handler replace: a model's invalid UTF-8 must not make the page's record unwritable.
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
-    throw Error("writing to '" + path_ + "' failed");
+  const long before = std::ftell(f_);
+  // fsync per record: once append returns, a power cut or kill -9 keeps the whole line.
+  if (std::fwrite(line.data(), 1, line.size(), f_) == line.size() && std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0) return;
+  const int err = errno;
+  // A full disk (ENOSPC) may have taken part of the line: cut it, so the journal ends on a whole record.
+  std::clearerr(f_);
+  if (before >= 0 && ::ftruncate(::fileno(f_), before) == 0) std::fseek(f_, 0, SEEK_END);
+  throw Error("writing the record of " + record.value("source", std::string("?")) + " to '" + path_ + "' failed: " + std::strerror(err) +
+              (err == ENOSPC ? " (free some space, then run the same command again: it resumes)" : ""));
 }
 
 namespace {
