@@ -1,12 +1,15 @@
 #include "runtime/image/image.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <string_view>
 
 #include "runtime/error.h"
 #include "runtime/image/exif.h"
+#include "runtime/image/gif_check.h"
 #include "runtime/image/jpeg_check.h"
 #include "runtime/image/png_check.h"
 #include "runtime/image/stb_decoder.h"
@@ -18,7 +21,29 @@ Format sniff_format(std::span<const uint8_t> b) {
   if (b.size() >= 8 && std::memcmp(b.data(), png, 8) == 0) return Format::Png;
   if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return Format::Jpeg;
   if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') return Format::Bmp;
+  if (b.size() >= 6 && (std::memcmp(b.data(), "GIF87a", 6) == 0 || std::memcmp(b.data(), "GIF89a", 6) == 0)) return Format::Gif;
   return Format::Unknown;
+}
+
+std::string describe_other_format(std::span<const uint8_t> b) {
+  auto starts = [&](std::string_view magic, size_t at = 0) {
+    return b.size() >= at + magic.size() && std::memcmp(b.data() + at, magic.data(), magic.size()) == 0;
+  };
+  using namespace std::string_view_literals;  // magics with NUL bytes keep their length
+  if (starts("II*\0"sv) || starts("MM\0*"sv)) return "a TIFF image";
+  if (starts("RIFF") && starts("WEBP", 8)) return "a WebP image";
+  if (starts("ftypheic", 4) || starts("ftypheix", 4) || starts("ftypmif1", 4)) return "a HEIC image";
+  if (starts("ftypavif", 4)) return "an AVIF image";
+  if (starts("\0\0\0\x0cjP  "sv)) return "a JPEG 2000 image";
+  if (starts("%PDF-")) return "a PDF document";
+  if (starts("PK\x03\x04")) return "a ZIP archive (or an Office document)";
+  if (starts("\x1f\x8b")) return "a gzip file";
+  if (starts("<svg") || starts("<?xml")) return "an SVG or XML file";
+  if (b.empty()) return "";
+  const size_t n = std::min<size_t>(b.size(), 512);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] < 0x09 || (b[i] > 0x0d && b[i] < 0x20)) return "";
+  return "text";
 }
 
 namespace {
@@ -37,6 +62,10 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   if (f == Format::Bmp && b.size() >= 26) {
     w = le32(b.data() + 18), h = le32(b.data() + 22);
     if (h < 0) h = -int64_t(h);  // top-down rows
+    return true;
+  }
+  if (f == Format::Gif && b.size() >= 10) {  // the logical screen
+    w = int64_t(b[6]) | int64_t(b[7]) << 8, h = int64_t(b[8]) | int64_t(b[9]) << 8;
     return true;
   }
   if (f == Format::Jpeg) {  // the first SOFn segment
@@ -65,7 +94,11 @@ size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
 Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
   if (bytes.empty()) throw Error(name + ": empty image file");
   const Format format = sniff_format(bytes);
-  if (format == Format::Unknown) throw Error(name + ": not a PNG, JPEG or BMP image");
+  if (format == Format::Unknown) {
+    const std::string what = describe_other_format(bytes);
+    throw Error(name + ": " + (what.empty() ? "not an image ckjit reads" : what + ", which ckjit does not read") +
+                " (it reads PNG, JPEG, BMP and GIF; convert the file, e.g. to PNG)");
+  }
   auto too_big = [&](int64_t w, int64_t h) {
     return w > limits.max_side || h > limits.max_side || w * h > limits.max_pixels;
   };
@@ -79,6 +112,7 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
   if (bytes.size() > size_t(INT32_MAX)) throw Error(name + ": image file larger than 2 GiB");
   if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
   if (format == Format::Png) check_png_chunk_lengths(bytes, name);
+  if (format == Format::Gif) check_gif_first_frame(bytes, name);
   stb::Info info;
   if (!stb::info(bytes, info)) throw Error(name + ": unreadable image header (" + stb::failure_reason() + ")");
   const int w = info.width, h = info.height, channels = info.channels;

@@ -1,5 +1,5 @@
 #pragma once
-// Image decoding for the vision path: PNG, JPEG or BMP (stb_image from Debian's libstb-dev, compiled in
+// Image decoding for the vision path: PNG, JPEG, BMP or GIF (first frame) (stb_image from Debian's libstb-dev, compiled in
 // runtime/image/stb_decoder.cpp with a cap on its allocations) from a file or
 // from memory, always to 8-bit RGB (grey and grey+alpha are expanded, alpha is dropped, as
 // llama.cpp's mtmd loads images). Everything is validated before pixels are decoded: the format
@@ -23,8 +23,11 @@ struct DecodeLimits {
   int max_side = 32768;
 };
 
-enum class Format { Png, Jpeg, Bmp, Unknown };
+enum class Format { Png, Jpeg, Bmp, Gif, Unknown };
 Format sniff_format(std::span<const uint8_t> bytes);
+// What a file that is none of those is, from its first bytes ("a TIFF image", "a WebP image", "a PDF
+// document", "text", ...), for an error that names it; "" when nothing is recognised.
+std::string describe_other_format(std::span<const uint8_t> bytes);
 
 struct Header {
   Format format = Format::Unknown;

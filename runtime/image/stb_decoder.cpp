@@ -20,12 +20,14 @@ void* capped_realloc(void* p, size_t n) { return over_cap(n) ? nullptr : std::re
 
 }  // namespace
 
-// Only the formats ckjit accepts (image.cpp sniffs PNG, JPEG and BMP): no code for the others.
+// Only the formats ckjit accepts (image.cpp sniffs PNG, JPEG, BMP and GIF, whose first frame is
+// read): no code for the others.
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
+#define STBI_ONLY_GIF
 #define STBI_NO_STDIO
 #define STBI_MALLOC(n) capped_malloc(n)
 #define STBI_REALLOC(p, n) capped_realloc(p, n)

@@ -1,5 +1,5 @@
 #pragma once
-// stb_image (Debian's libstb-dev header), compiled here for PNG, JPEG and BMP only, with one hook:
+// stb_image (Debian's libstb-dev header), compiled here for PNG, JPEG, BMP and GIF only, with one hook:
 // every allocation stb makes while decoding is capped. stb inflates a PNG's whole zlib stream,
 // growing its buffer as it goes, so a small file that inflates to gigabytes (a decompression bomb)
 // would take that memory; with the cap, stb fails with "outofmem" and the decode reports it.

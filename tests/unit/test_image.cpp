@@ -12,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/image/image.h"
 #include "runtime/image/preprocess.h"
+#include "tests/unit/gif_writer.h"
 
 using namespace ckjit;
 using namespace ckjit::image;
@@ -63,10 +64,53 @@ TEST_CASE("image: PNG, BMP and JPEG decode to RGB; grey and RGBA are converted")
   CHECK(decode(jpg, "t.jpg").width == 9);
 }
 
+TEST_CASE("image: a GIF decodes to its first frame and its header size is checked") {
+  const int w = 37, h = 11;
+  std::vector<uint8_t> first(size_t(w) * h), second(size_t(w) * h, 7);
+  for (size_t i = 0; i < first.size(); ++i) first[i] = uint8_t((i * 13) % 256);
+  const std::string g = gif_test::make_gif(w, h, {first, second});
+  const std::vector<uint8_t> bytes(g.begin(), g.end());
+  CHECK(sniff_format(bytes) == Format::Gif);
+  const Header hd = read_header(bytes, "t.gif");
+  CHECK(hd.width == w);
+  CHECK(hd.height == h);
+  const Rgb8 img = decode(bytes, "t.gif");
+  REQUIRE(img.width == w);
+  REQUIRE(img.height == h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const uint8_t v = first[size_t(y) * w + x];  // the grey ramp: index v is (v, v, v)
+      CHECK((img.at(x, y, 0) == v && img.at(x, y, 1) == v && img.at(x, y, 2) == v));
+    }
+  // A logical screen past the pixel limit is refused from the header, before decoding.
+  std::vector<uint8_t> huge = bytes;
+  huge[6] = huge[7] = huge[8] = huge[9] = 0xff;  // 65535 x 65535
+  CHECK_THROWS_WITH_AS(decode(huge, "huge.gif"), doctest::Contains("65535 x 65535"), Error);
+  std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 800);
+  CHECK_THROWS_AS(decode(cut, "cut.gif"), Error);
+}
+
+TEST_CASE("image: a file of another format is named in the error") {
+  auto error_of = [](std::string b) {
+    try {
+      decode(std::vector<uint8_t>(b.begin(), b.end()), "f");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("decoded");
+  };
+  CHECK(error_of(std::string("II*\0\x08\0\0\0", 8)).find("a TIFF image, which ckjit does not read") != std::string::npos);
+  CHECK(error_of(std::string("RIFF\x10\0\0\0WEBPVP8 ", 16)).find("a WebP image") != std::string::npos);
+  CHECK(error_of("%PDF-1.7\n").find("a PDF document") != std::string::npos);
+  CHECK(error_of("just some notes\n").find("text, which ckjit does not read") != std::string::npos);
+  CHECK(error_of(std::string("\x01\x02\x03\x04", 4)).find("not an image ckjit reads") != std::string::npos);
+  CHECK(error_of("just some notes\n").find("PNG, JPEG, BMP and GIF") != std::string::npos);
+}
+
 TEST_CASE("image: bad input is a clear error naming the image") {
   CHECK_THROWS_WITH_AS(decode({}, "a.png"), doctest::Contains("a.png: empty image"), Error);
   const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', '!', '!', '!', '!'};
-  CHECK_THROWS_WITH_AS(decode(text, "b.png"), doctest::Contains("not a PNG, JPEG or BMP"), Error);
+  CHECK_THROWS_WITH_AS(decode(text, "b.png"), doctest::Contains("b.png: text, which ckjit does not read"), Error);
   std::vector<uint8_t> p = png(64, 64, 3);
   for (size_t cut : {size_t(12), size_t(40), p.size() / 2, p.size() - 13}) {
     CAPTURE(cut);

@@ -53,7 +53,7 @@ std::vector<std::string> lines_of(const fs::path& p) {
 
 TEST_SUITE("ocr") {
 
-TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic or extension / explicit files kept") {
+TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic or extension / other files kept and marked") {
   TempDir t("ckjit_ocr_inputs");
   const fs::path d = t.path / "docs";
   write_file(d / "b.png", kPng);
@@ -63,7 +63,8 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
   write_file(d / "UPPER.PNG", "broken bytes");  // an image by its name: a broken page, not ignored
   write_file(d / "doc.pdf", "%PDF-1.4 ...");
   write_file(d / "fake.pdf", "garbage");        // a PDF by its name
-  write_file(d / "notes.txt", "not a page");    // neither: left out of a folder
+  write_file(d / "notes.txt", "not a page");    // neither: kept, marked, and its record will say "text"
+  write_file(d / "anim.bin", "GIF89a....");     // a GIF by its magic
   write_file(d / "deep" / "er" / "p.pdf", "%PDF-1.7");
   fs::create_directory_symlink(d, d / "a" / "loop");  // a cycle: not followed
   const fs::path loose = t.path / "loose.txt";
@@ -71,10 +72,11 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
 
   const auto docs = enumerate_documents({d.string(), loose.string(), (d / "b.png").string()});
   std::vector<std::string> names;
-  for (const auto& doc : docs) names.push_back(fs::relative(doc.source, t.path).string() + (doc.kind == DocKind::pdf ? ":pdf" : ":img"));
-  const std::vector<std::string> want = {"docs/UPPER.PNG:img", "docs/a/c.jpg:img", "docs/a/z.bmp:img",  "docs/b.png:img",
-                                         "docs/deep/er/p.pdf:pdf", "docs/doc.pdf:pdf", "docs/fake.pdf:pdf", "docs/scan.dat:img",
-                                         "loose.txt:img"};
+  for (const auto& doc : docs)
+    names.push_back(fs::relative(doc.source, t.path).string() + (doc.kind == DocKind::pdf ? ":pdf" : ":img") + (doc.recognised ? "" : "?"));
+  const std::vector<std::string> want = {"docs/UPPER.PNG:img", "docs/a/c.jpg:img", "docs/a/z.bmp:img", "docs/anim.bin:img",
+                                         "docs/b.png:img", "docs/deep/er/p.pdf:pdf", "docs/doc.pdf:pdf", "docs/fake.pdf:pdf",
+                                         "docs/notes.txt:img?", "docs/scan.dat:img", "loose.txt:img?"};
   CHECK(names == want);
   // Sources are the folder as given joined with the relative path (stable across machines for
   // the same command line).

@@ -1,5 +1,5 @@
 // `ckjit ocr` end to end on a synthesized tiny pair: a folder of images and PDFs with broken,
-// encrypted and oversized pages (error records, the rest done), resume after a killed run, the
+// encrypted and oversized pages and a file that is no page (error records, the rest done), resume after a killed run, the
 // shards' union equal to the whole run, --merge, the Slurm array script, and bad flags (exit 2).
 // The weights are random: the text is only compared between runs (same model, seed, threads:
 // bit-identical by ckjit's numerical contract), never to expected words.
@@ -63,8 +63,8 @@ std::map<std::string, json> by_page(const std::vector<json>& recs) {
 }
 
 // The tiny pair and a document set: 4 image files (one broken), a 3-page PDF whose page 2 is too
-// large to rasterize, a broken PDF and an encrypted one: 9 pages, 4 of them failing. A text file
-// in the folder is not a page.
+// large to rasterize, a broken PDF, an encrypted one and a text file: 10 pages, 5 of them failing
+// (the text file's error record names it as text).
 struct Corpus {
   fs::path dir, model, mmproj, docs;
   std::string common;  // the model flags every run shares
@@ -104,7 +104,7 @@ const Corpus& corpus() {
   return c;
 }
 
-const size_t kPages = 9, kFailing = 4;
+const size_t kPages = 10, kFailing = 5;
 
 // The whole set in one run: the reference the other cases compare with.
 const std::vector<json>& full_run() {
@@ -129,13 +129,13 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CliResult r = run_ckjit("ocr " + c.common + " -o " + q(out) + " " + q(c.docs));
   INFO(r.output);
   CHECK(r.status == 1);
-  CHECK(r.output.find("7 documents, 9 pages; 0 already in") != std::string::npos);
+  CHECK(r.output.find("8 documents (1 not an image or PDF: an error record each), 10 pages; 0 already in") != std::string::npos);
   CHECK(count_of(r.output, "ocr: ") >= kPages);
   CHECK(count_of(r.output, " ok in ") == kPages - kFailing);  // a plain line per page off a terminal
   CHECK(count_of(r.output, " FAILED in ") == kFailing);
-  CHECK(r.output.find("9/9 pages") != std::string::npos);
+  CHECK(r.output.find("10/10 pages") != std::string::npos);
   CHECK(r.output.find("ETA") != std::string::npos);
-  CHECK(r.output.find("9 pages done (4 failed), 0 skipped") != std::string::npos);
+  CHECK(r.output.find("10 pages done (5 failed), 0 skipped") != std::string::npos);
 
   const auto recs = records(out);
   REQUIRE(recs.size() == kPages);
@@ -143,7 +143,7 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   for (const auto& j : recs) order.push_back(fs::relative(j["source"].get<std::string>(), c.docs).string() + "#" +
                                              std::to_string(j["page"].get<int>()));
   CHECK(order == std::vector<std::string>{"a/b/grey.png#1", "a/square.png#1", "broken.pdf#1", "broken.png#1", "doc.pdf#1",
-                                          "doc.pdf#2", "doc.pdf#3", "locked.pdf#1", "wide.png#1"});
+                                          "doc.pdf#2", "doc.pdf#3", "locked.pdf#1", "notes.txt#1", "wide.png#1"});
   std::map<std::string, std::string> errors;
   for (const auto& j : recs) {
     if (j.contains("error")) {
@@ -163,6 +163,8 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CHECK(errors["broken.pdf#1"].find("cannot open as a PDF") != std::string::npos);
   CHECK(errors["locked.pdf#1"].find("encrypted") != std::string::npos);
   CHECK(errors["doc.pdf#2"].find("lower --dpi") != std::string::npos);
+  CAPTURE(errors["notes.txt#1"]);
+  CHECK(errors["notes.txt#1"].find("notes.txt: image: text, which ckjit does not read") != std::string::npos);
   CHECK(recs[4]["timings"]["render_ms"].get<double>() > 0);  // doc.pdf p1 was rasterized
 
   // Deterministic: the same pages give the same text in another run.
@@ -172,9 +174,9 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CliResult again = run_ckjit("ocr " + c.common + " -o " + q(out) + " " + q(c.docs));
   INFO(again.output);
   CHECK(again.status == 1);
-  CHECK(again.output.find("9 already in") != std::string::npos);
-  CHECK(again.output.find("0 pages done (0 failed), 9 skipped") != std::string::npos);
-  CHECK(again.output.find("4 failed before") != std::string::npos);
+  CHECK(again.output.find("10 already in") != std::string::npos);
+  CHECK(again.output.find("0 pages done (0 failed), 10 skipped") != std::string::npos);
+  CHECK(again.output.find("5 failed before") != std::string::npos);
   CHECK(ocr_test::read_file(out) == before);
 }
 
@@ -186,7 +188,7 @@ TEST_CASE("ckjit ocr --parallel: pages generated together give the records of on
     CliResult r = run_ckjit("ocr " + c.common + " --parallel " + std::to_string(np) + " -o " + q(out) + " " + q(c.docs));
     INFO(r.output);
     CHECK(r.status == 1);
-    CHECK(r.output.find("9 pages done (4 failed), 0 skipped") != std::string::npos);
+    CHECK(r.output.find("10 pages done (5 failed), 0 skipped") != std::string::npos);
     const auto recs = records(out);
     REQUIRE(recs.size() == kPages);
     for (size_t i = 0; i < kPages; ++i) CHECK(recs[i]["source"] == full_run()[i]["source"]);  // journal order kept
@@ -355,9 +357,9 @@ TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only 
   CHECK(r.status == 1);
   CHECK(r.output.find("removed an unfinished last line") != std::string::npos);
   CHECK(r.output.find("4 already in") != std::string::npos);
-  CHECK(r.output.find("5 to do") != std::string::npos);
-  CHECK(count_of(r.output, " ok in ") + count_of(r.output, " FAILED in ") == 5);  // pages not redone
-  CHECK(r.output.find("5 pages done") != std::string::npos);
+  CHECK(r.output.find("6 to do") != std::string::npos);
+  CHECK(count_of(r.output, " ok in ") + count_of(r.output, " FAILED in ") == 6);  // pages not redone
+  CHECK(r.output.find("6 pages done") != std::string::npos);
   const auto recs = records(out);
   CHECK(recs.size() == kPages);
   CHECK(by_page(recs) == by_page(full));

@@ -32,13 +32,13 @@ std::optional<DocKind> classify_file(const std::string& path) {
   static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (n >= 5 && std::memcmp(b, "%PDF-", 5) == 0) return DocKind::pdf;
   if ((n >= 8 && std::memcmp(b, png, 8) == 0) || (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) ||
-      (n >= 2 && b[0] == 'B' && b[1] == 'M'))
+      (n >= 2 && b[0] == 'B' && b[1] == 'M') || (n >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)))
     return DocKind::image;
   // The magic did not say (a broken file, say): the name decides, so a broken page.png is kept
   // and reported rather than skipped.
   const std::string e = lower_ext(path);
   if (e == ".pdf") return DocKind::pdf;
-  if (e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp") return DocKind::image;
+  if (e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".gif") return DocKind::image;
   return std::nullopt;
 }
 
@@ -48,9 +48,9 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
   // One spelling per file: "./a.png", "a.png" and "x/../a.png" are one document and one journal key
   // (lexically: no symlinks resolved and relative paths kept relative, so shards stay the same on
   // every machine that runs the same command line).
-  auto add = [&](const std::string& given, DocKind kind) {
+  auto add = [&](const std::string& given, std::optional<DocKind> kind) {
     const std::string path = fs::path(given).lexically_normal().string();
-    if (seen.insert(path).second) out.push_back({path, kind});
+    if (seen.insert(path).second) out.push_back({path, kind.value_or(DocKind::image), kind.has_value()});
   };
   for (const std::string& in : inputs) {
     std::error_code ec;
@@ -63,10 +63,9 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
         if (it->is_regular_file(ec)) files.push_back(it->path().string());
       if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
       std::sort(files.begin(), files.end());
-      for (const std::string& f : files)
-        if (auto kind = classify_file(f)) add(f, *kind);
+      for (const std::string& f : files) add(f, classify_file(f));
     } else {
-      add(in, classify_file(in).value_or(DocKind::image));
+      add(in, classify_file(in));
     }
   }
   return out;

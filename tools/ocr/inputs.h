@@ -13,6 +13,8 @@ enum class DocKind { image, pdf };
 struct Document {
   std::string source;  // the path as given (folder entries: the folder as given / relative path)
   DocKind kind;
+  bool recognised = true;  // false: neither its bytes nor its name say image or PDF (read as an image,
+                           // so its error record names what it is)
 };
 
 // One unit of work and one journal line. page is 1-based (1 for an image file).
@@ -23,16 +25,15 @@ struct Page {
   std::string error;  // set when the document could not even be opened (broken or encrypted PDF)
 };
 
-// Kind of a file from its first bytes (PDF or PNG/JPEG/BMP magic), else from its extension;
+// Kind of a file from its first bytes (PDF or PNG/JPEG/BMP/GIF magic), else from its extension;
 // nullopt when neither says image or PDF.
 std::optional<DocKind> classify_file(const std::string& path);
 
 // The documents of the inputs, in order: each input in the order given; a folder's files sorted by
-// path (byte order, so the same on every machine), recursively (not into symlinked folders),
-// keeping only images and PDFs. A file
-// named explicitly is always kept (as an image unless it looks like a PDF), so that a broken one
-// becomes an error line rather than silently vanishing. The same path twice is one document. A
-// missing input throws ckjit::Error.
+// path (byte order, so the same on every machine), recursively (not into symlinked folders). Every
+// file is kept, so none vanishes in silence: one that is not an image or PDF (a TIFF, a text, ...)
+// is read as an image and gets an error record naming its format; a broken one an error record
+// too. The same path twice is one document. A missing input throws ckjit::Error.
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs);
 
 // Expands documents into pages: PDFs are opened (pdf.h) to count their pages; one that cannot be

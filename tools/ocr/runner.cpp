@@ -1,12 +1,12 @@
 #include "tools/ocr/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -232,7 +232,10 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
       todo.push_back(&p);
     }
   }
-  std::fprintf(log, "ocr: %zu documents, %zu pages", docs.size(), sum.pages_total);
+  const size_t other = size_t(std::count_if(docs.begin(), docs.end(), [](const Document& d) { return !d.recognised; }));
+  std::fprintf(log, "ocr: %zu documents", docs.size());
+  if (other > 0) std::fprintf(log, " (%zu not an image or PDF: an error record each)", other);
+  std::fprintf(log, ", %zu pages", sum.pages_total);
   if (o.shard.count > 1) std::fprintf(log, "; shard %u/%u: %zu pages", o.shard.index, o.shard.count, sum.pages_shard);
   std::fprintf(log, "; %zu already in %s (skipped)", sum.skipped, o.out.c_str());
   if (o.retry_errors) std::fprintf(log, "; %zu failed before (retried)", retry.size());
