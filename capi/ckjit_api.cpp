@@ -28,7 +28,10 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // This library's defaults of each parameter struct.
-void model_defaults(ckjit_model_params& p) { p.use_profile = 1; }
+void model_defaults(ckjit_model_params& p) {
+  p.use_profile = 1;
+  p.n_sessions = 1;
+}
 void session_defaults(ckjit_session_params&) {}
 void generate_defaults(ckjit_generate_params& p) {
   p.n_predict = 256;
@@ -125,8 +128,8 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     need(out, "out");
     need(model_path, "model_path");
     const ckjit_model_params p = read_params(given, model_defaults);
-    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0)
-      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx and n_batch must not be negative");
+    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0 || p.n_sessions < 0)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx, n_batch and n_sessions must not be negative");
     auto progress = [&](float f) {
       if (p.progress && p.progress(f, p.progress_user_data)) raise(CKJIT_ERR_CANCELLED, "the load was cancelled by its progress callback");
     };
@@ -144,6 +147,7 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     lo.max_isa = p.max_isa ? p.max_isa : "";
     lo.use_profile = p.use_profile != 0;
     lo.plan_rows = core->n_batch;  // the sessions' default chunk: what their prefill runs
+    lo.planned_sessions = {p.n_sessions, core->n_ctx, core->n_batch};
     if (p.vision_precision) {
       const std::string vp = p.vision_precision;
       if (vp != "f32" && vp != "int8" && vp != "bf16")

@@ -91,6 +91,12 @@ typedef struct ckjit_model_params {
    * "bf16": weights and inputs rounded to BF16, AMX-BF16 tiles where granted (fastest there; the
    * bits are that CPU's), elsewhere f32 FMA over the same bf16 values. */
   const char* vision_precision;
+  /* Added in 0.3.3: the sessions the caller will open (each of n_ctx, n_batch rows), whose KV caches
+   * and activations the memory check before the load counts with the weights, so a plan that
+   * cannot fit fails before anything loads, naming every figure. Default 1; 0: the weights alone.
+   * CKJIT_MEMORY_LIMIT in the environment (bytes, or 512M, 8G, ...) replaces the budget the check
+   * compares with (MemAvailable and the cgroup's memory.max). */
+  int32_t n_sessions;
 } ckjit_model_params;
 
 #define CKJIT_MMPROJ_NONE 0

@@ -36,6 +36,12 @@ struct LoadOptions {
   std::string max_isa;         // the caller's cap on top of CKJIT_MAX_ISA ("" none)
   bool use_profile = true;     // the tuned profile of this machine (`ckjit tune`), when one fits
   bool check_memory = true;    // refuse a load whose repacked weights exceed the memory available
+  // The sessions the caller will open on the model, counted with the weights in that check (their
+  // KV caches and activations), so a plan that cannot fit fails before anything loads. 0: none.
+  struct SessionPlan {
+    int count = 0;
+    int64_t n_ctx = 4096, n_batch = 512;
+  } planned_sessions;
   int64_t plan_rows = 512;     // the prefill rows the plans are made for (the contexts' n_batch)
   bool allow_jit = true;       // false: the scalar reference for every weight
   bool llama_decode_order = true, llama_prefill_order = false;  // graph::LinearSetup

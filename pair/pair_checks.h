@@ -19,8 +19,10 @@ void check_pair(const vision::VisionHparams& v, const std::string& mmproj_name, 
 // Error (io) "cannot open WHAT 'PATH'" for a file this process cannot read.
 void require_readable(const std::string& path, const char* what);
 
-// Error (out_of_memory) "not enough memory for the model's weights ..." when they do not fit;
-// mmproj may be null.
-void require_load_memory(const gguf::GgufFile& text, const gguf::GgufFile* mmproj, vision::VisionPrecision precision);
+// Error (out_of_memory) "not enough memory for the model's weights ..." when they, with the KV
+// caches and activations of `sessions` sessions of n_ctx (at n_batch rows), do not fit; the message
+// names every figure and the parameters that lower them. mmproj may be null.
+void require_load_memory(const gguf::GgufFile& text, const graph::Hparams& hp, const gguf::GgufFile* mmproj, vision::VisionPrecision precision,
+                         int sessions, int64_t n_ctx, int64_t n_batch);
 
 }  // namespace ckjit::pair

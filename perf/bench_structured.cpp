@@ -106,8 +106,12 @@ int main(int argc, char** argv) {
   const auto model = ckjit::pair::Model::load(lo);
   double la[3] = {};
   getloadavg(la, 3);
-  std::printf("machine: %s\nmodel: %s | threads %d | %d tokens per run, median of %d alternated runs | load average %.2f %.2f %.2f\n",
-              model->machine().name().c_str(), model_path.c_str(), model->threads(), tokens, runs, la[0], la[1], la[2]);
+  if (validate > 0)
+    std::printf("machine: %s\nmodel: %s | threads %d | validate %d samples of at most %d tokens | load average %.2f %.2f %.2f\n",
+                model->machine().name().c_str(), model_path.c_str(), model->threads(), validate, tokens, la[0], la[1], la[2]);
+  else
+    std::printf("machine: %s\nmodel: %s | threads %d | %d tokens per run, median of %d alternated runs | load average %.2f %.2f %.2f\n",
+                model->machine().name().c_str(), model_path.c_str(), model->threads(), tokens, runs, la[0], la[1], la[2]);
   const auto t0 = std::chrono::steady_clock::now();
   const auto grammar = model->json_grammar(schema, "bench schema");
   std::printf("schema compiled (and the vocabulary sorted, once per model) in %.1f ms\n",

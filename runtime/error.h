@@ -28,7 +28,7 @@ inline const char* library_term(const std::string& name) {
       {"image_max_tokens", "image_max_tokens"}, {"mmproj", "the mmproj path"}, {"max_isa", "max_isa"},
       {"no_memory_check", "check_memory = false"}, {"prompt", "text or an image"}, {"forced", "forced ids"},
       {"repeat_penalty", "repeat_penalty"}, {"top_p", "top_p"}, {"min_p", "min_p"}, {"logit_bias", "logit_bias"},
-      {"frequency_penalty", "frequency_penalty"}, {"presence_penalty", "presence_penalty"}};
+      {"frequency_penalty", "frequency_penalty"}, {"presence_penalty", "presence_penalty"}, {"n_sessions", "n_sessions"}};
   for (const auto& t : table)
     if (name == t.name) return t.term;
   return nullptr;

@@ -13,7 +13,7 @@ inline std::string flag_term(const std::string& param) {
       {"image_max_tokens", "--image-max-tokens"}, {"mmproj", "--mmproj"}, {"max_isa", "CKJIT_MAX_ISA"},
       {"no_memory_check", "--no-memory-check"}, {"prompt", "-p TEXT or -f FILE"}, {"forced", "--force"},
       {"repeat_penalty", "--repeat-penalty"}, {"top_p", "--top-p"}, {"min_p", "--min-p"}, {"logit_bias", "--logit-bias"},
-      {"frequency_penalty", "--frequency-penalty"}, {"presence_penalty", "--presence-penalty"}};
+      {"frequency_penalty", "--frequency-penalty"}, {"presence_penalty", "--presence-penalty"}, {"n_sessions", "--parallel"}};
   for (const auto& t : table)
     if (param == t.param) return t.flag;
   return "";

@@ -1,6 +1,9 @@
 #include "topology/memory.h"
 
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -66,7 +69,37 @@ MemoryBudget memory_budget(const std::string& meminfo, const std::string& cgroup
   return b;
 }
 
-MemoryBudget memory_budget() { return memory_budget(slurp("/proc/meminfo"), "/sys/fs/cgroup", slurp("/proc/self/cgroup")); }
+bool parse_size(const std::string& text, uint64_t& bytes) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+    v = std::stoull(text, &used);
+  } catch (...) {
+    return false;
+  }
+  int shift = 0;
+  const std::string unit = text.substr(used);
+  if (unit == "K" || unit == "k") shift = 10;
+  else if (unit == "M" || unit == "m") shift = 20;
+  else if (unit == "G" || unit == "g") shift = 30;
+  else if (unit == "T" || unit == "t") shift = 40;
+  else if (!unit.empty()) return false;
+  if (shift && v > (UINT64_MAX >> shift)) return false;
+  bytes = v << shift;
+  return true;
+}
+
+MemoryBudget memory_budget() {
+  if (const char* limit = std::getenv("CKJIT_MEMORY_LIMIT"); limit && *limit) {
+    MemoryBudget b;
+    if (!parse_size(limit, b.available) || b.available == 0)
+      throw Error(std::string("CKJIT_MEMORY_LIMIT '") + limit + "' is not a size (bytes, or e.g. 512M, 8G)", ErrorKind::invalid_argument);
+    b.source = std::string("CKJIT_MEMORY_LIMIT=") + limit;
+    return b;
+  }
+  return memory_budget(slurp("/proc/meminfo"), "/sys/fs/cgroup", slurp("/proc/self/cgroup"));
+}
 
 void require_memory(double bytes, const std::string& what, const std::string& hint) {
   const MemoryBudget b = memory_budget();

@@ -1,6 +1,7 @@
 // Topology: cgroup parsing from fixture trees, the CPU budget rule, ISA cross-checked with /proc.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,28 @@ TEST_CASE("memory budget: MemAvailable and every cgroup v2 memory.max on the pat
   CHECK(none.available == 4096u * 1024);
   CHECK(none.source == "MemAvailable");
   std::filesystem::remove_all(root);
+}
+
+TEST_CASE("memory budget: sizes parse and CKJIT_MEMORY_LIMIT replaces the machine's budget and a bad one is an error") {
+  uint64_t v = 0;
+  CHECK((parse_size("1048576", v) && v == 1048576u));
+  CHECK((parse_size("512M", v) && v == 512ull << 20));
+  CHECK((parse_size("8G", v) && v == 8ull << 30));
+  CHECK((parse_size("3k", v) && v == 3072u));
+  for (const char* bad : {"", "M", "-1G", "1.5G", "8GB", "12 M", "99999999999999999999", "17179869184T"}) CHECK_FALSE(parse_size(bad, v));
+  const char* before = std::getenv("CKJIT_MEMORY_LIMIT");
+  const std::string saved = before ? before : "";
+  ::setenv("CKJIT_MEMORY_LIMIT", "64M", 1);
+  const MemoryBudget b = memory_budget();
+  CHECK(b.available == 64ull << 20);
+  CHECK(b.source == "CKJIT_MEMORY_LIMIT=64M");
+  CHECK_THROWS_WITH_AS(require_memory(65.0 * 1048576, "the test's plan", "lower it"), doctest::Contains("65 MiB needed, 64 MiB available"),
+                       ckjit::Error);
+  CHECK_NOTHROW(require_memory(63.0 * 1048576, "the test's plan", "lower it"));
+  ::setenv("CKJIT_MEMORY_LIMIT", "lots", 1);
+  CHECK_THROWS_WITH_AS(memory_budget(), doctest::Contains("CKJIT_MEMORY_LIMIT 'lots' is not a size"), ckjit::Error);
+  if (before) ::setenv("CKJIT_MEMORY_LIMIT", saved.c_str(), 1);
+  else ::unsetenv("CKJIT_MEMORY_LIMIT");
 }
 
 TEST_CASE("cpu list parsing") {

@@ -115,6 +115,31 @@ TEST_CASE("ckjit run --profile: every phase's ops, their rows, and the same text
   CHECK(plain.output.find("profile-phase") == std::string::npos);
 }
 
+TEST_CASE("memory plan: run and serve and ocr refuse a plan over CKJIT_MEMORY_LIMIT before loading and name the figures and flags") {
+  const Pair& p = pair();
+  const std::string limit = "CKJIT_MEMORY_LIMIT=60M";
+  CliResult r = run_ckjit(run_args(p, "--image " + q(p.image("square-64.png")), "-c 100000"), limit);
+  INFO(r.output);
+  CHECK(r.status != 0);
+  for (const char* part : {"not enough memory", "one session", "-c 100000", "MiB needed, 60 MiB available (CKJIT_MEMORY_LIMIT=60M)", "lower -c"})
+    CHECK(r.output.find(part) != std::string::npos);
+  CHECK(r.output.find("timing:") == std::string::npos);  // nothing ran
+  CHECK(run_ckjit(run_args(p, "--image " + q(p.image("square-64.png")), "-c 1024"), limit).status == 0);  // a plan that fits
+
+  CliResult s = run_ckjit("serve -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --port 0 --parallel 8 -c 32768", limit);
+  INFO(s.output);
+  CHECK(s.status != 0);
+  for (const char* part : {"8 sessions", "n_ctx 32768", "--parallel n_sessions", "-c sets n_ctx"}) CHECK(s.output.find(part) != std::string::npos);
+  CHECK(s.output.find("listening") == std::string::npos);
+
+  CliResult o = run_ckjit("ocr -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --parallel 8 -c 32768 -o " + q(p.dir / "mem.jsonl") + " " +
+                              q(p.image("square-64.png")),
+                          limit);
+  INFO(o.output);
+  CHECK(o.status != 0);
+  CHECK(o.output.find("8 sessions") != std::string::npos);
+}
+
 TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exit") {
   const Pair& p = pair();
   auto expect = [&](const std::string& args, const std::string& message) {

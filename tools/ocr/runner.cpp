@@ -49,6 +49,7 @@ class Engine {
       mp.n_threads = o_.threads;
       mp.vision_precision = o_.vision_precision.c_str();
       mp.n_ctx = o_.n_ctx;
+      mp.n_sessions = std::max(1, o_.parallel);  // the pages generated together, each a session
       mp.use_profile = 1;
       mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model
       ckjit_model* m = nullptr;
