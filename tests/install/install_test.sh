@@ -19,7 +19,10 @@ fail() { echo "install test: FAILED: $*" >&2; exit 1; }
 
 step "cmake --install into $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" >"$TMP/install.log" || { cat "$TMP/install.log"; fail "cmake --install"; }
-for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.0.3.2" "$LIBDIR/pkgconfig/ckjit.pc" \
+# The version the build was configured with (CMakeLists.txt's project()), so a release bump needs no edit here.
+VERSION="$(sed -n 's/^project(ckjit VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+[ -n "$VERSION" ] || fail "no project(ckjit VERSION ...) in $SRC/CMakeLists.txt"
+for f in include/ckjit.h "$LIBDIR/libckjit.a" "$LIBDIR/libckjit.so.$VERSION" "$LIBDIR/pkgconfig/ckjit.pc" \
          "$LIBDIR/cmake/ckjit/ckjitConfig.cmake" "$LIBDIR/cmake/ckjit/ckjitConfigVersion.cmake"; do
   [ -f "$P/$f" ] || fail "$f not installed"
 done
