@@ -2,6 +2,7 @@
 // exception: a ckjit::Error becomes the status its context implies and the message is kept for
 // ckjit_last_error() and the handle's own last error (capi/call_guard.h).
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -127,7 +128,9 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
   return guarded(nullptr, CKJIT_ERR_BAD_MODEL, [&] {
     need(out, "out");
     need(model_path, "model_path");
-    const ckjit_model_params p = read_params(given, model_defaults);
+    ckjit_model_params p = read_params(given, model_defaults);
+    // A caller from before 0.3.3 plans no sessions: its load is checked as it was then.
+    if (given && given->struct_size < offsetof(ckjit_model_params, n_sessions) + sizeof(int32_t)) p.n_sessions = 0;
     if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0 || p.n_sessions < 0)
       raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx, n_batch and n_sessions must not be negative");
     auto progress = [&](float f) {

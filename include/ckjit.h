@@ -93,10 +93,12 @@ typedef struct ckjit_model_params {
   const char* vision_precision;
   /* Added in 0.3.3: the sessions the caller will open (each of n_ctx, n_batch rows), whose KV caches
    * and activations the memory check before the load counts with the weights, so a plan that
-   * cannot fit fails before anything loads, naming every figure. Default 1; 0: the weights alone.
+   * cannot fit fails before anything loads, naming every figure. Default 1; 0: the weights alone
+   * (also for a caller compiled before 0.3.3, whose struct_size does not reach the field).
    * CKJIT_MEMORY_LIMIT in the environment (bytes, or 512M, 8G, ...) replaces the budget the check
    * compares with (MemAvailable and the cgroup's memory.max). */
   int32_t n_sessions;
+  int32_t reserved0;     /* 0; keeps the next field's addition visible in struct_size */
 } ckjit_model_params;
 
 #define CKJIT_MMPROJ_NONE 0

@@ -65,12 +65,23 @@ TEST_CASE("ocr inputs: folders recursively and sorted / images and PDFs by magic
   write_file(d / "fake.pdf", "garbage");        // a PDF by its name
   write_file(d / "notes.txt", "not a page");    // neither: kept, marked, and its record will say "text"
   write_file(d / "anim.bin", "GIF89a....");     // a GIF by its magic
+  write_file(d / ".DS_Store", "junk");          // hidden: left out, counted
+  write_file(d / "out.jsonl", "{}");            // an output of the run (the predicate below): left out, counted
+  write_file(d / "out.jsonl.settings.json", "{}");
   write_file(d / "deep" / "er" / "p.pdf", "%PDF-1.7");
   fs::create_directory_symlink(d, d / "a" / "loop");  // a cycle: not followed
   const fs::path loose = t.path / "loose.txt";
   write_file(loose, "given by name");
 
-  const auto docs = enumerate_documents({d.string(), loose.string(), (d / "b.png").string()});
+  SkippedFiles skipped;
+  const auto docs = enumerate_documents({d.string(), loose.string(), (d / "b.png").string()},
+                                        [&](const std::string& f) { return f.rfind((d / "out.jsonl").string(), 0) == 0; }, &skipped);
+  CHECK(skipped.hidden == 1);
+  CHECK(skipped.outputs == 2);
+  // A file that is no page gets its error from its first bytes.
+  const auto pages = expand_pages({{(d / "notes.txt").string(), DocKind::image, false}});
+  REQUIRE(pages.size() == 1);
+  CHECK(pages[0].error.find("notes.txt: text, which ckjit ocr does not read") != std::string::npos);
   std::vector<std::string> names;
   for (const auto& doc : docs)
     names.push_back(fs::relative(doc.source, t.path).string() + (doc.kind == DocKind::pdf ? ":pdf" : ":img") + (doc.recognised ? "" : "?"));

@@ -164,7 +164,7 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CHECK(errors["locked.pdf#1"].find("encrypted") != std::string::npos);
   CHECK(errors["doc.pdf#2"].find("lower --dpi") != std::string::npos);
   CAPTURE(errors["notes.txt#1"]);
-  CHECK(errors["notes.txt#1"].find("notes.txt: image: text, which ckjit does not read") != std::string::npos);
+  CHECK(errors["notes.txt#1"].find("notes.txt: text, which ckjit ocr does not read") != std::string::npos);
   CHECK(recs[4]["timings"]["render_ms"].get<double>() > 0);  // doc.pdf p1 was rasterized
 
   // Deterministic: the same pages give the same text in another run.
@@ -394,6 +394,23 @@ TEST_CASE("ckjit ocr: killed with SIGKILL at moments across a run then resumed g
   }
   MESSAGE(killed << " of 7 runs were killed mid-run (a whole run takes " << whole << " s here)");
   CHECK(killed >= 1);
+}
+
+TEST_CASE("ckjit ocr: a journal inside the input folder and hidden files are left out and counted and never pages") {
+  const Corpus& c = corpus();
+  const fs::path dir = c.out("inside");
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "square-64.png", dir / "square.png", fs::copy_options::overwrite_existing);
+  ocr_test::write_file(dir / ".hidden", "x");
+  const std::string run = "ocr " + c.common + " --format md -o " + q(dir / "out.jsonl") + " " + q(dir);
+  CliResult first = run_ckjit(run);
+  INFO(first.output);
+  CHECK(first.status == 0);
+  CliResult again = run_ckjit(run);  // now the folder holds out.jsonl, its settings and square.png.md
+  INFO(again.output);
+  CHECK(again.status == 0);
+  CHECK(again.output.find("1 documents (left out: 1 hidden file, 3 of this run's own output files), 1 pages; 1 already in") != std::string::npos);
+  CHECK(records(dir / "out.jsonl").size() == 1);
 }
 
 TEST_CASE("ckjit ocr --retry-errors: a page that failed is done again once mended / its error record replaced") {

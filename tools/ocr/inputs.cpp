@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "runtime/image/image.h"
 #include "tools/ocr/pdf.h"
 
 namespace fs = std::filesystem;
@@ -20,6 +21,17 @@ std::string lower_ext(const fs::path& p) {
   std::string e = p.extension().string();
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return e;
+}
+
+// "PATH: a TIFF image, which ckjit ocr does not read (...)", from the file's first bytes only.
+std::string unreadable_format_error(const std::string& path) {
+  std::vector<uint8_t> head(512);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(head.data()), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  const std::string what = image::describe_other_format(head);
+  return path + ": " + (what.empty() ? "not an image or PDF" : what + ", which ckjit ocr does not read") +
+         " (it reads PNG, JPEG, BMP, GIF and PDF; convert the file, e.g. to PNG)";
 }
 
 }  // namespace
@@ -42,7 +54,10 @@ std::optional<DocKind> classify_file(const std::string& path) {
   return std::nullopt;
 }
 
-std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs) {
+std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs, const std::function<bool(const std::string&)>& is_output,
+                                          SkippedFiles* skipped) {
+  SkippedFiles local;
+  SkippedFiles& skip = skipped ? *skipped : local;
   std::vector<Document> out;
   std::set<std::string> seen;  // a file named twice (alone and in its folder) is one document
   // One spelling per file: "./a.png", "a.png" and "x/../a.png" are one document and one journal key
@@ -63,7 +78,11 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
         if (it->is_regular_file(ec)) files.push_back(it->path().string());
       if (ec) throw Error("cannot list folder '" + in + "': " + ec.message());
       std::sort(files.begin(), files.end());
-      for (const std::string& f : files) add(f, classify_file(f));
+      for (const std::string& f : files) {
+        if (fs::path(f).filename().string().rfind('.', 0) == 0) ++skip.hidden;
+        else if (is_output && is_output(fs::path(f).lexically_normal().string())) ++skip.outputs;
+        else add(f, classify_file(f));
+      }
     } else {
       add(in, classify_file(in));
     }
@@ -74,6 +93,10 @@ std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs
 std::vector<Page> expand_pages(const std::vector<Document>& docs) {
   std::vector<Page> pages;
   for (const Document& d : docs) {
+    if (!d.recognised) {
+      pages.push_back({d.source, 1, d.kind, unreadable_format_error(d.source)});
+      continue;
+    }
     if (d.kind == DocKind::image) {
       pages.push_back({d.source, 1, d.kind, ""});
       continue;

@@ -2,6 +2,7 @@
 // What `ckjit ocr` works on: the documents named on the command line (image files, PDFs, folders
 // searched recursively) expanded to pages, and the deterministic split of those pages into shards.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,15 +30,24 @@ struct Page {
 // nullopt when neither says image or PDF.
 std::optional<DocKind> classify_file(const std::string& path);
 
+// What a folder's walk left out, for the start line: nothing is dropped in silence.
+struct SkippedFiles {
+  size_t hidden = 0;   // names starting with '.'
+  size_t outputs = 0;  // this run's own files (the journal, its settings, page files)
+};
+
 // The documents of the inputs, in order: each input in the order given; a folder's files sorted by
-// path (byte order, so the same on every machine), recursively (not into symlinked folders). Every
-// file is kept, so none vanishes in silence: one that is not an image or PDF (a TIFF, a text, ...)
-// is read as an image and gets an error record naming its format; a broken one an error record
-// too. The same path twice is one document. A missing input throws ckjit::Error.
-std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs);
+// path (byte order, so the same on every machine), recursively (not into symlinked folders). A
+// folder's files are all kept but hidden ones and `outputs` (lexically normal paths; a predicate
+// for page files), which are counted in *skipped: one that is not an image or PDF (a TIFF, a text,
+// ...) is a document whose page gets an error record naming its format. The same path twice is one
+// document. A missing input throws ckjit::Error.
+std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs,
+                                          const std::function<bool(const std::string&)>& is_output = {}, SkippedFiles* skipped = nullptr);
 
 // Expands documents into pages: PDFs are opened (pdf.h) to count their pages; one that cannot be
-// opened gives a single page 1 carrying the error.
+// opened gives a single page 1 carrying the error, and so does a document that is not an image or
+// PDF (its error names its format from its first bytes; the file is not read further).
 std::vector<Page> expand_pages(const std::vector<Document>& docs);
 
 // --shard i/N: 0-based index i of N shards (0 <= i < N), as Slurm's --array=0-(N-1) numbers them.

@@ -93,6 +93,8 @@ std::vector<Record> load_records(const std::string& path) {
 
 JournalWriter::JournalWriter(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "ab")) {
   if (!f_) throw Error("cannot open '" + path + "' for appending");
+  // Unbuffered: a failed write leaves nothing in a buffer that a later flush or close would append.
+  std::setvbuf(f_, nullptr, _IONBF, 0);
 }
 
 JournalWriter::~JournalWriter() {

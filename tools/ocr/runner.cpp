@@ -209,7 +209,16 @@ std::string page_file_path(const std::string& journal, const std::string& source
 
 OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   OcrSummary sum;
-  const std::vector<Document> docs = enumerate_documents(o.inputs);
+  // This run's own files in an input folder are not documents: the journal, its settings, page files.
+  const std::string journal_path = std::filesystem::path(o.out).lexically_normal().string();
+  const std::string out_dir = std::filesystem::path(journal_path).parent_path().string();
+  auto is_output = [&](const std::string& f) {
+    if (f == journal_path || f.rfind(journal_path + ".", 0) == 0) return true;  // and its settings, a rewrite in progress
+    const std::filesystem::path p(f);
+    return o.format != "jsonl" && p.parent_path().string() == out_dir && p.extension() == "." + o.format;
+  };
+  SkippedFiles skipped;
+  const std::vector<Document> docs = enumerate_documents(o.inputs, is_output, &skipped);
   const std::vector<Page> all = expand_pages(docs);
   sum.pages_total = all.size();
   const JournalRead journal = read_journal(o.out);
@@ -236,6 +245,9 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
   const size_t other = size_t(std::count_if(docs.begin(), docs.end(), [](const Document& d) { return !d.recognised; }));
   std::fprintf(log, "ocr: %zu documents", docs.size());
   if (other > 0) std::fprintf(log, " (%zu not an image or PDF: an error record each)", other);
+  if (skipped.hidden + skipped.outputs > 0)
+    std::fprintf(log, " (left out: %zu hidden file%s, %zu of this run's own output files)", skipped.hidden, skipped.hidden == 1 ? "" : "s",
+                 skipped.outputs);
   std::fprintf(log, ", %zu pages", sum.pages_total);
   if (o.shard.count > 1) std::fprintf(log, "; shard %u/%u: %zu pages", o.shard.index, o.shard.count, sum.pages_shard);
   std::fprintf(log, "; %zu already in %s (skipped)", sum.skipped, o.out.c_str());

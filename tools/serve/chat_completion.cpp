@@ -186,7 +186,9 @@ ChoiceRun generate_choice(ServerState& st, ckjit_session* s, const ChatRequest& 
   gp.seed = r.seed ? *r.seed + uint64_t(index) : std::random_device{}();
   gp.on_token = on_token;
   gp.user_data = &sink;
-  gp.cache_prompt = r.cache_prompt || index > 0 ? 1 : 0;
+  // Several choices share the prompt's rows: after complete_on's reset there is nothing stale to
+  // reuse, and choice 0 is rendered so that the later ones find its rows.
+  gp.cache_prompt = r.cache_prompt || r.n > 1 ? 1 : 0;
   gp.json_schema = r.json_schema ? r.json_schema->c_str() : nullptr;
   gp.grammar = r.grammar ? r.grammar->c_str() : nullptr;
   size_t n = 0;

@@ -24,7 +24,8 @@ struct ServerOptions {
   double image_cache_mb = 256;
   int http_threads = 0;  // 0: enough for the sessions and a queue
   int timeout_s = 600;   // socket read / write timeout (llama-server's default)
-  int drain_s = 20;      // SIGTERM / first SIGINT: how long requests in flight may take to finish (0: cut at once)
+  int drain_s = 8;       // SIGTERM / first SIGINT: how long requests in flight may take to finish (0: cut at once);
+                         // below Docker's 10 s stop timeout
   bool use_profile = true;
   std::string max_isa;
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
