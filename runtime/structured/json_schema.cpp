@@ -14,7 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;  // properties are written in the schema's order
 using Frag = Nfa::Frag;
 
-constexpr int kMaxIndent = 20;
+constexpr int kMaxIndent = kLimitShift > 0 ? 2 : 20;  // 2 in a fuzzing build (byte_automaton.h): fewer whitespace states
 constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 2;  // below 1e116: every parser reads it as a double
 constexpr int kMaxNesting = 64;      // schema nesting (hostile schemas end in an error, not a stack overflow)
 constexpr int kMaxRepeat = 4096;     // minItems / maxItems / minLength / maxLength above this are refused
