@@ -829,9 +829,10 @@ TEST_CASE("serve e2e: /tokenize and /detokenize round trip and --api-key guards 
 
 // A long generation on a server with --drain-seconds D, once it runs.
 struct LongRequest {
-  LongRequest(Server& s, int tokens) : s(s) {
+  LongRequest(Server& s, int tokens, bool stream = false) : s(s) {
     json b = text_body("Long", tokens);
     b["ignore_eos"] = true;
+    if (stream) b["stream"] = true;
     answer = std::async(std::launch::async, [this, b] { return post(this->s, b, 120); });
     for (int i = 0; i < 500 && metric(s, "ckjit_sessions_busy") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -870,6 +871,25 @@ TEST_CASE("serve e2e: SIGTERM drains: the request in flight finishes whole and n
   CHECK_FALSE(s.process().running());
   CHECK(s.process().stop() == 0);
   INFO(s.log());
+  CHECK(s.log().find("drained") != std::string::npos);
+}
+
+TEST_CASE("serve e2e: SIGTERM drains a stream too: every token then the finish then DONE and exit 0") {
+  Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "120"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  LongRequest running(s, 800, /*stream=*/true);
+  s.process().signal(SIGTERM);
+  CHECK(health_is(s, 503));
+  auto r = running.answer.get();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const std::vector<std::string> events = sse_events(r->body);
+  REQUIRE(events.size() >= 2);
+  CHECK(events.back() == "[DONE]");
+  CHECK(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"] == "length");
+  CHECK(r->body.find("shutting_down") == std::string::npos);
+  for (int i = 0; i < 1000 && s.process().running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(s.process().stop() == 0);
   CHECK(s.log().find("drained") != std::string::npos);
 }
 
