@@ -36,6 +36,8 @@ static int serve_main(const std::vector<std::string>& args) {
       ("image-cache-mb", po::value(&o.image_cache_mb)->default_value(256), "memory for encoded images kept for later requests (0: off)")
       ("allow-local-images", po::bool_switch(&L.allow_local_images), "accept file:// URLs and absolute paths as image_url (else 403)")
       ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
+      ("max-queue", po::value(&o.max_queue)->default_value(0),
+       "requests that may wait for a session; past it a request gets 503 with Retry-After at once (0: 4 x parallel)")
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds a connection may stall reading a request or writing an answer (llama-server's --timeout)")
       ("drain-seconds", po::value(&o.drain_s)->default_value(o.drain_s),
        "on SIGTERM (or a first SIGINT): refuse new requests (503) and let those in flight finish for up to this long, then exit 0; 0: cut them at once")

@@ -874,6 +874,27 @@ TEST_CASE("serve e2e: SIGTERM drains: the request in flight finishes whole and n
   CHECK(s.log().find("drained") != std::string::npos);
 }
 
+TEST_CASE("serve e2e: past --max-queue a request gets 503 server_busy with Retry-After at once and the line is served") {
+  Server s({"-c", "4096", "--max-tokens-limit", "3000", "--max-queue", "1"});
+  REQUIRE_MESSAGE(s.ok(), s.log());
+  LongRequest running(s, 600);
+  auto queued = std::async(std::launch::async, [&] { return post(s, text_body("Next", 3)); });
+  for (int i = 0; i < 500 && metric(s, "ckjit_queue_depth") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(metric(s, "ckjit_queue_depth") == 1);
+  auto busy = post(s, text_body("One more", 3));
+  check_error(busy, 503, "server_busy");
+  if (busy) {
+    CHECK(busy->get_header_value("Retry-After") == "1");
+    CHECK(busy->body.find("--max-queue 1") != std::string::npos);
+  }
+  auto a = running.answer.get(), b = queued.get();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->status == 200);
+  CHECK(b->status == 200);
+  CHECK(s.process().stop() == 0);
+}
+
 TEST_CASE("serve e2e: SIGTERM drains a stream too: every token then the finish then DONE and exit 0") {
   Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "120"});
   REQUIRE_MESSAGE(s.ok(), s.log());

@@ -21,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
   res.status = status;
+  if (status == 503) res.set_header("Retry-After", "1");  // busy or shutting down: another try, or another replica
   res.set_content(error_json(message, error_type_for(status), code).dump(), "application/json");
 }
 
@@ -349,6 +350,12 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
       if (id >= n_vocab)
         throw HttpError(400, "invalid_request_error", "invalid_request",
                         "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+    // A full line is answered at once (a client or load balancer retries) rather than queued without end.
+    const int max_queue = st.opt.max_queue > 0 ? st.opt.max_queue : 4 * st.opt.parallel;
+    if (st.pool->queued() >= max_queue)
+      throw HttpError(503, "server_error", "server_busy",
+                      std::to_string(st.pool->queued()) + " requests are already waiting for a session (--max-queue " + std::to_string(max_queue) +
+                          "); retry later");
     PeerWatch watch(req.remote_port, req.local_port);
     auto rr = std::make_shared<const RenderedRequest>(render_request(*r, prompt));
     if (r->stream) return stream(st, r, rr, res, watch, in_flight);

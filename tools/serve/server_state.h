@@ -23,6 +23,7 @@ struct ServerOptions {
   double max_body_mb = 32;
   double image_cache_mb = 256;
   int http_threads = 0;  // 0: enough for the sessions and a queue
+  int max_queue = 0;     // requests waiting for a session beyond which new ones get 503 (0: 4 x parallel)
   int timeout_s = 600;   // socket read / write timeout (llama-server's default)
   int drain_s = 8;       // SIGTERM / first SIGINT: how long requests in flight may take to finish (0: cut at once);
                          // below Docker's 10 s stop timeout
