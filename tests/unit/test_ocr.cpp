@@ -204,6 +204,8 @@ TEST_CASE("ocr journal: a full disk is an error naming ENOSPC and the file and t
   CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("No space left on device"), ckjit::Error);
   CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("scan-7.png"), ckjit::Error);
   CHECK_THROWS_WITH_AS(w.append(r), doctest::Contains("run the same command again"), ckjit::Error);
+  // Reading it back as a journal (-o /dev/full) is refused, not read forever.
+  CHECK_THROWS_WITH_AS(read_journal("/dev/full"), doctest::Contains("not a regular file"), ckjit::Error);
 }
 
 TEST_CASE("ocr merge: one record per page sorted by source then page number / ok wins over error / cut lines ignored") {

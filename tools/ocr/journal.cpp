@@ -30,6 +30,10 @@ struct Parsed {
 
 Parsed parse_file(const std::string& path) {
   Parsed out;
+  std::error_code ec;
+  // A device or a pipe (-o /dev/zero) would be read forever: a journal is a regular file.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw Error("the journal '" + path + "' is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (std::filesystem::exists(path)) throw Error("cannot read the journal '" + path + "'");
