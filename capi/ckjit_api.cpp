@@ -383,10 +383,10 @@ ckjit_status add_image(ckjit_session* session, const std::function<vision::Prepa
   });
 }
 
-vision::PreparedImage prepare_bytes(const pair::Context& ctx, const void* data, size_t size) {
+vision::PreparedImage prepare_bytes(const pair::Context& ctx, const void* data, size_t size, int32_t min_tokens = 0, int32_t max_tokens = 0) {
   need(data, "data");
   if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
-  return ctx.prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer");
+  return ctx.prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", min_tokens, max_tokens);
 }
 
 const ckjit_image* image_of(const ckjit_image* im) {
@@ -450,11 +450,7 @@ ckjit_status ckjit_image_encode_bytes_limits(ckjit_session* session, const void*
   return guarded(slot, CKJIT_ERR_BAD_IMAGE, [&] {
     need(out, "out");
     ckjit_session* s = session_of(session);
-    auto rows = encode_image(s, [&](const pair::Context& ctx) {
-      need(data, "data");
-      if (size == 0) raise(CKJIT_ERR_BAD_IMAGE, "the image buffer is empty");
-      return ctx.prepare_image(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size), "image buffer", min_tokens, max_tokens);
-    });
+    auto rows = encode_image(s, [&](const pair::Context& ctx) { return prepare_bytes(ctx, data, size, min_tokens, max_tokens); });
     auto* im = new ckjit_image{s->core, std::move(rows)};
     capi::register_handle(im, Kind::image);
     *out = im;

@@ -37,15 +37,13 @@ std::string unreadable_format_error(const std::string& path) {
 }  // namespace
 
 std::optional<DocKind> classify_file(const std::string& path) {
-  unsigned char b[8] = {};
+  uint8_t b[8] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(b), sizeof b);
   const size_t n = size_t(in.gcount());
-  static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (n >= 5 && std::memcmp(b, "%PDF-", 5) == 0) return DocKind::pdf;
-  if ((n >= 8 && std::memcmp(b, png, 8) == 0) || (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) ||
-      (n >= 2 && b[0] == 'B' && b[1] == 'M') || (n >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)))
-    return DocKind::image;
+  // The image decoder's own sniffing: the formats ocr reads are the ones it decodes.
+  if (image::sniff_format(std::span<const uint8_t>(b, n)) != image::Format::Unknown) return DocKind::image;
   // The magic did not say (a broken file, say): the name decides, so a broken page.png is kept
   // and reported rather than skipped.
   const std::string e = lower_ext(path);
