@@ -218,7 +218,7 @@ CKJIT_API ckjit_status ckjit_session_add_image_bytes(ckjit_session* session, con
  * while a session's pending prompt still holds the image is safe. A handle may be read and added
  * from several threads at once. */
 
-/* The width and height an image's header claims (PNG, JPEG, BMP or GIF), without decoding its pixels:
+/* The width and height an image's header claims (PNG, JPEG, BMP, GIF, TIFF: its first page, or WebP), without decoding its pixels:
  * a caller's pixel limit before any decoding. Not an image or a header too short: CKJIT_ERR_BAD_IMAGE. */
 CKJIT_API ckjit_status ckjit_image_info(const void* data, size_t size, int32_t* width, int32_t* height);
 /* Whether a JSON Schema is inside structured output's subset (ckjit_generate_params.json_schema),

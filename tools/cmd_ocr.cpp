@@ -75,7 +75,7 @@ int ocr_main(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout << "usage: ckjit ocr -m m.gguf [--mmproj mmproj.gguf] -o out.jsonl [--shard i/N] INPUT...\n"
                  "       ckjit ocr --merge -o merged.jsonl shard-0.jsonl shard-1.jsonl ...\n"
-                 "INPUT: image files (PNG, JPEG, BMP), PDFs, folders (searched recursively, sorted)\n"
+                 "INPUT: image files (PNG, JPEG, BMP, GIF, WebP, TIFF: every page), PDFs, folders (searched recursively, sorted)\n"
                  "exit status: 0 all pages ok, 1 some page failed, 2 usage error, 130 interrupted (rerun to resume)\n"
               << opts;
     return 0;

@@ -118,7 +118,7 @@ int run_main(const std::vector<std::string>& args) {
   opts.add_options()
       ("model,m", po::value<std::string>(), "text model GGUF (qwen3vl)")
       ("mmproj", po::value<std::string>(), "vision projector GGUF (clip, qwen3vl_merger)")
-      ("image", po::value<std::vector<std::string>>(), "image file (PNG, JPEG, BMP); repeat for several, placed at <__media__> markers in the prompt, else first")
+      ("image", po::value<std::vector<std::string>>(), "image file (PNG, JPEG, BMP, GIF, TIFF: its first page, WebP); repeat for several, placed at <__media__> markers in the prompt, else first")
       ("image-min-tokens", po::value<int>()->default_value(8), "fewest image rows per image (llama.cpp's default 8)")
       ("image-max-tokens", po::value<int>()->default_value(4096), "most image rows per image (llama.cpp's default 4096)")
       ("dump-embd", po::value<std::string>(), "write the projector rows as float32 [n_image_rows][n_embd x (1 + deepstack)]")

@@ -13,6 +13,8 @@
 #include "runtime/image/jpeg_check.h"
 #include "runtime/image/png_check.h"
 #include "runtime/image/stb_decoder.h"
+#include "runtime/image/tiff_decoder.h"
+#include "runtime/image/webp_decoder.h"
 
 namespace ckjit::image {
 
@@ -22,6 +24,11 @@ Format sniff_format(std::span<const uint8_t> b) {
   if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return Format::Jpeg;
   if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') return Format::Bmp;
   if (b.size() >= 6 && (std::memcmp(b.data(), "GIF87a", 6) == 0 || std::memcmp(b.data(), "GIF89a", 6) == 0)) return Format::Gif;
+  // TIFF and BigTIFF, either byte order.
+  if (b.size() >= 4 && ((b[0] == 'I' && b[1] == 'I' && (b[2] == 42 || b[2] == 43) && b[3] == 0) ||
+                        (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43))))
+    return Format::Tiff;
+  if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return Format::Webp;
   return Format::Unknown;
 }
 
@@ -30,8 +37,6 @@ std::string describe_other_format(std::span<const uint8_t> b) {
     return b.size() >= at + magic.size() && std::memcmp(b.data() + at, magic.data(), magic.size()) == 0;
   };
   using namespace std::string_view_literals;  // magics with NUL bytes keep their length
-  if (starts("II*\0"sv) || starts("MM\0*"sv)) return "a TIFF image";
-  if (starts("RIFF") && starts("WEBP", 8)) return "a WebP image";
   if (starts("ftypheic", 4) || starts("ftypheix", 4) || starts("ftypmif1", 4)) return "a HEIC image";
   if (starts("ftypavif", 4)) return "an AVIF image";
   if (starts("\0\0\0\x0cjP  "sv)) return "a JPEG 2000 image";
@@ -91,40 +96,79 @@ size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
 
 }  // namespace
 
+namespace {
+
+bool too_big(int64_t w, int64_t h, const DecodeLimits& limits) {
+  return w > limits.max_side || h > limits.max_side || w * h > limits.max_pixels;
+}
+[[noreturn]] void refuse_size(const std::string& name, int64_t w, int64_t h, const DecodeLimits& limits) {
+  throw Error(name + ": image header claims " + std::to_string(w) + " x " + std::to_string(h) + " pixels, above the limit of " +
+              std::to_string(limits.max_pixels) + " pixels (" + std::to_string(limits.max_side) + " per side)");
+}
+void check_pixels(const std::string& name, int64_t w, int64_t h, const DecodeLimits& limits) {
+  if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
+  if (too_big(w, h, limits)) refuse_size(name, w, h, limits);
+}
+
+// A TIFF's pages, the page's name in errors ("NAME page 2" for all but a one-page file).
+std::string page_name(const std::string& name, int page, int pages) {
+  return pages > 1 ? name + " page " + std::to_string(page + 1) : name;
+}
+
+// TIFF and WebP go through their own libraries; every check happens before pixels are decoded.
+Header read_library_header(std::span<const uint8_t> bytes, const std::string& name, Format format, const DecodeLimits& limits) {
+  if (format == Format::Webp) {
+    const webp::Info in = webp::info(bytes, name);
+    check_pixels(name, in.width, in.height, limits);
+    return Header{format, in.width, in.height, in.alpha ? 4 : 3, 1, 1};
+  }
+  const std::vector<tiff::PageSize> pages = tiff::page_sizes(bytes, name, kMaxTiffPages);
+  for (size_t p = 0; p < pages.size(); ++p) check_pixels(page_name(name, int(p), int(pages.size())), pages[p].width, pages[p].height, limits);
+  return Header{format, int(pages[0].width), int(pages[0].height), 3, 1, int(pages.size())};
+}
+
+}  // namespace
+
 Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
   if (bytes.empty()) throw Error(name + ": empty image file");
   const Format format = sniff_format(bytes);
   if (format == Format::Unknown) {
     const std::string what = describe_other_format(bytes);
-    throw Error(name + ": " + (what.empty() ? "not an image ckjit reads" : what + ", which ckjit does not read") +
-                " (it reads PNG, JPEG, BMP and GIF; convert the file, e.g. to PNG)");
+    throw Error(name + ": " + (what.empty() ? "not an image ckjit reads" : what + ", which ckjit does not read") + " (it reads " +
+                kReadFormats + "; convert the file, e.g. to PNG)");
   }
-  auto too_big = [&](int64_t w, int64_t h) {
-    return w > limits.max_side || h > limits.max_side || w * h > limits.max_pixels;
-  };
-  auto refuse = [&](int64_t w, int64_t h) {
-    throw Error(name + ": image header claims " + std::to_string(w) + " x " + std::to_string(h) +
-                " pixels, above the limit of " + std::to_string(limits.max_pixels) + " pixels (" +
-                std::to_string(limits.max_side) + " per side)");
-  };
-  int64_t cw = 0, ch = 0;
-  if (header_size(bytes, format, cw, ch) && too_big(cw, ch)) refuse(cw, ch);
   if (bytes.size() > size_t(INT32_MAX)) throw Error(name + ": image file larger than 2 GiB");
+  if (format == Format::Tiff || format == Format::Webp) return read_library_header(bytes, name, format, limits);
+  int64_t cw = 0, ch = 0;
+  if (header_size(bytes, format, cw, ch) && too_big(cw, ch, limits)) refuse_size(name, cw, ch, limits);
   if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
   if (format == Format::Png) check_png_chunk_lengths(bytes, name);
   if (format == Format::Gif) check_gif_first_frame(bytes, name);
   stb::Info info;
   if (!stb::info(bytes, info)) throw Error(name + ": unreadable image header (" + stb::failure_reason() + ")");
   const int w = info.width, h = info.height, channels = info.channels;
-  if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
-  if (too_big(w, h)) refuse(w, h);
+  check_pixels(name, w, h, limits);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
   const int o = format == Format::Jpeg ? exif_orientation(bytes) : 1;
-  return orientation_swaps_sides(o) ? Header{format, h, w, channels, o} : Header{format, w, h, channels, o};
+  return orientation_swaps_sides(o) ? Header{format, h, w, channels, o, 1} : Header{format, w, h, channels, o, 1};
 }
 
-Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
+Rgb8 decode_page(std::span<const uint8_t> bytes, const std::string& name, int page, const DecodeLimits& limits) {
   const Header hd = read_header(bytes, name, limits);
+  if (page < 0 || page >= hd.pages)
+    throw Error(name + ": no page " + std::to_string(page + 1) + " (the image has " + std::to_string(hd.pages) + ")");
+  Rgb8 out;
+  if (hd.format == Format::Tiff) {
+    const std::vector<tiff::PageSize> sizes = tiff::page_sizes(bytes, name, kMaxTiffPages);
+    out.width = int(sizes[size_t(page)].width), out.height = int(sizes[size_t(page)].height);
+    out.pixels = tiff::decode_rgb(bytes, page_name(name, page, hd.pages), page, max_decode_alloc(out.width, out.height, bytes.size()));
+    return out;
+  }
+  if (hd.format == Format::Webp) {
+    out.width = hd.width, out.height = hd.height;
+    out.pixels = webp::decode_rgb(bytes, name, webp::info(bytes, name));
+    return out;
+  }
   const bool swapped = orientation_swaps_sides(hd.orientation);
   const int w = swapped ? hd.height : hd.width, h = swapped ? hd.width : hd.height;  // as stored
   const size_t cap = max_decode_alloc(w, h, bytes.size());
@@ -134,12 +178,15 @@ Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const Decod
                 " image needs (one buffer over " + std::to_string(cap >> 20) + " MiB): refused as a decompression bomb");
   if (!px.rgb) throw Error(name + ": corrupt or truncated image data (" + stb::failure_reason() + ")");
   if (px.width != w || px.height != h) throw Error(name + ": decoded size differs from the header's");
-  Rgb8 out;
   out.width = w;
   out.height = h;
   out.pixels.assign(px.rgb.get(), px.rgb.get() + size_t(w) * size_t(h) * 3);
   // Phone photos stored sideways come out upright (llama.cpp's stb path does not turn them).
   return hd.orientation == 1 ? out : apply_orientation(out, hd.orientation);
+}
+
+Rgb8 decode(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
+  return decode_page(bytes, name, 0, limits);
 }
 
 Rgb8 load(const std::string& path, const DecodeLimits& limits) {

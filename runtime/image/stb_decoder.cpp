@@ -20,7 +20,7 @@ void* capped_realloc(void* p, size_t n) { return over_cap(n) ? nullptr : std::re
 
 }  // namespace
 
-// Only the formats ckjit accepts (image.cpp sniffs PNG, JPEG, BMP and GIF, whose first frame is
+// Only the formats stb reads for ckjit (image.cpp sniffs PNG, JPEG, BMP and GIF, whose first frame is
 // read): no code for the others.
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION

@@ -218,6 +218,15 @@ uint64_t data_bytes(const std::vector<PlannedTensor>& tensors) {
   return sum;
 }
 
+std::vector<PlannedTensor> plan_mmproj(const ModelDims& dims, const SynthOptions& o) {
+  std::vector<PlannedTensor> mmproj;
+  for (auto& s : qwen3vl::mmproj_tensors(dims.vision, dims.text.n_embd, o.mmproj_type)) {
+    WeightInit init = mmproj_weight_init(s, dims.vision);
+    mmproj.push_back({std::move(s), init, nullptr});
+  }
+  return mmproj;
+}
+
 }  // namespace
 
 std::string text_file_name(const std::string& name, qwen3vl::TextMix mix) {
@@ -256,10 +265,7 @@ SynthFiles write_qwen3vl_pair(const ModelDims& dims, const SynthOptions& o, cons
     text.back().copy = std::make_shared<const RowCopy>(
         RowCopy{embd.spec.type, tensor_key(o.seed, embd.spec.name), embd.init, std::move(inverse), 1.0f});
   }
-  for (auto& s : qwen3vl::mmproj_tensors(dims.vision, dims.text.n_embd, o.mmproj_type)) {
-    WeightInit init = mmproj_weight_init(s, dims.vision);
-    mmproj.push_back({std::move(s), init, nullptr});
-  }
+  mmproj = plan_mmproj(dims, o);
   const Tokenizer tk = load_tokenizer(o.tokenizer_dir, dims.text.n_vocab);
 
   std::error_code ec;
@@ -283,6 +289,16 @@ SynthFiles write_qwen3vl_pair(const ModelDims& dims, const SynthOptions& o, cons
   files.text_bytes = fs::file_size(files.text_path);
   files.mmproj_bytes = fs::file_size(files.mmproj_path);
   return files;
+}
+
+void write_qwen3vl_mmproj(const ModelDims& dims, const SynthOptions& o, const std::string& path) {
+  qwen3vl::validate(dims);
+  const std::vector<PlannedTensor> mmproj = plan_mmproj(dims, o);
+  const Progress none;  // the streamer keeps a reference
+  TensorStreamer streamer(o.seed, 1, data_bytes(mmproj), none);
+  gguf::GgufWriter w;
+  set_mmproj_metadata(w, dims, o);
+  streamer.write(path, w, mmproj);
 }
 
 }  // namespace ckjit::synth

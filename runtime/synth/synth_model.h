@@ -47,4 +47,8 @@ std::string mmproj_file_name(const std::string& name, qwen3vl::MmprojType type);
 SynthFiles write_qwen3vl_pair(const qwen3vl::ModelDims& dims, const SynthOptions& options, const std::string& out_dir,
                               const Progress& progress = {});
 
+// The mmproj alone at path, as write_qwen3vl_pair writes it (no tokenizer needed): small vision
+// shapes for tests and the model-load fuzzer's seeds.
+void write_qwen3vl_mmproj(const qwen3vl::ModelDims& dims, const SynthOptions& options, const std::string& path);
+
 }  // namespace ckjit::synth

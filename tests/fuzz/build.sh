@@ -32,6 +32,10 @@ declare -A SOURCES=(
   [json_schema]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
   [gbnf]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/gbnf.cpp"
 )
+# Libraries a target links (not instrumented: their inputs still pass through ckjit's checks, and
+# ASan still sees their heap).
+IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux)"
+declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
 TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
 mkdir -p "$OUT"
 # stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in, so the decoder is
@@ -45,7 +49,7 @@ STB_UNCHECKED=(-fno-sanitize=pointer-overflow,nonnull-attribute,signed-integer-o
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t/corpus"
   # shellcheck disable=SC2086
-  "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]} -o "$OUT/fuzz_$t"
+  "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]} -o "$OUT/fuzz_$t" ${LIBS[$t]:-}
 done
 # Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
 "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
@@ -60,7 +64,7 @@ cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/json_schema/* "$OUT/json_schema/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/gbnf/* "$OUT/gbnf/corpus/"
 # shellcheck disable=SC2086
-"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${GGUF[*]} "$ROOT"/runtime/quants/*.cpp -o "$OUT/make_model_seeds"
+"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
 "$OUT/make_model_seeds" "$OUT/model_load/corpus"
 echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then

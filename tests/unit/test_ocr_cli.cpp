@@ -20,9 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/image/image.h"
 #include "tests/unit/cli_run.h"
+#include "tests/unit/image_writers.h"
 #include "tests/unit/ocr_test_files.h"
 #include "tests/unit/skip.h"
+#include "tools/ocr/pdf.h"
 #include "tools/ocr/runner.h"
 
 namespace fs = std::filesystem;
@@ -411,6 +414,50 @@ TEST_CASE("ckjit ocr: a journal inside the input folder and hidden files are lef
   CHECK(again.status == 0);
   CHECK(again.output.find("1 documents (left out: 1 hidden file, 3 of this run's own output files), 1 pages; 1 already in") != std::string::npos);
   CHECK(records(dir / "out.jsonl").size() == 1);
+}
+
+TEST_CASE("ckjit ocr: every page of a TIFF and a WebP (still, animated) are read, each page as the same pixels in a BMP reads") {
+  const Corpus& c = corpus();
+  const fs::path dir = c.out("tiff_webp"), same = c.out("tiff_webp_as_bmp");
+  fs::create_directories(dir), fs::create_directories(same);
+  const ckjit::image::Rgb8 sq = ckjit::image::load((fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "square-64.png").string());
+  const std::vector<uint8_t> other = image_test::pattern(48, 72, 9);
+  ocr_test::write_file(dir / "scan.tiff", image_test::make_tiff({{sq.width, sq.height, sq.pixels, 5}, {48, 72, other, 8}}));
+  ocr_test::write_file(dir / "photo.webp", image_test::make_webp_lossless(other, 48, 72));
+  ocr_test::write_file(dir / "anim.webp", image_test::make_webp_animation({sq.pixels, other}, sq.width, sq.height));
+  ocr_test::write_file(dir / "cut.tif", image_test::make_tiff({{sq.width, sq.height, sq.pixels, 1}}).substr(0, 300));
+  // The same pages as BMPs: a page read from the TIFF or WebP is the page read from its pixels.
+  auto bmp = [](const std::vector<uint8_t>& rgb, int w, int h) {
+    std::vector<uint8_t> bgr(rgb.size());
+    for (size_t i = 0; i < rgb.size(); i += 3) bgr[i] = rgb[i + 2], bgr[i + 1] = rgb[i + 1], bgr[i + 2] = rgb[i];
+    const std::vector<uint8_t> b = ckjit::ocr::encode_bmp(bgr.data(), w, h, size_t(w) * 3);
+    return std::string(b.begin(), b.end());
+  };
+  ocr_test::write_file(same / "square.bmp", bmp(sq.pixels, sq.width, sq.height));
+  ocr_test::write_file(same / "other.bmp", bmp(other, 48, 72));
+
+  CliResult r = run_ckjit("ocr " + c.common + " -o " + q(c.out("tiff_webp.jsonl")) + " " + q(dir));
+  INFO(r.output);
+  CHECK(r.status == 1);  // cut.tif fails
+  CHECK(r.output.find("4 documents, 5 pages") != std::string::npos);
+  CliResult b = run_ckjit("ocr " + c.common + " -o " + q(c.out("tiff_webp_as_bmp.jsonl")) + " " + q(same));
+  INFO(b.output);
+  CHECK(b.status == 0);
+  std::map<std::string, json> got, want;
+  for (const json& j : records(c.out("tiff_webp.jsonl"))) got[fs::path(j["source"].get<std::string>()).filename().string() + "#" + std::to_string(j["page"].get<int>())] = j;
+  for (const json& j : records(c.out("tiff_webp_as_bmp.jsonl"))) want[fs::path(j["source"].get<std::string>()).filename().string()] = j;
+  REQUIRE(got.size() == 5);
+  REQUIRE(want.size() == 2);
+  CHECK(got["cut.tif#1"]["error"].get<std::string>().find("cut.tif") != std::string::npos);
+  for (const auto& [page, bmp_name] : std::vector<std::pair<std::string, std::string>>{
+           {"scan.tiff#1", "square.bmp"}, {"scan.tiff#2", "other.bmp"}, {"photo.webp#1", "other.bmp"}, {"anim.webp#1", "square.bmp"}}) {
+    CAPTURE(page);
+    REQUIRE(got[page].contains("text"));
+    CHECK(got[page]["text"] == want[bmp_name]["text"]);
+    CHECK(got[page]["width"] == want[bmp_name]["width"]);
+    CHECK(got[page]["height"] == want[bmp_name]["height"]);
+    CHECK(got[page]["timings"]["n_image_rows"] == want[bmp_name]["timings"]["n_image_rows"]);
+  }
 }
 
 TEST_CASE("ckjit ocr --retry-errors: a page that failed is done again once mended / its error record replaced") {

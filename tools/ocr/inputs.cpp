@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "runtime/error.h"
@@ -31,7 +32,20 @@ std::string unreadable_format_error(const std::string& path) {
   head.resize(size_t(in.gcount()));
   const std::string what = image::describe_other_format(head);
   return path + ": " + (what.empty() ? "not an image or PDF" : what + ", which ckjit ocr does not read") +
-         " (it reads PNG, JPEG, BMP, GIF and PDF; convert the file, e.g. to PNG)";
+         " (it reads " + std::string(image::kReadFormats) + " images and PDF; convert the file, e.g. to PNG)";
+}
+
+// Pages of the TIFF at path (every one within the decoder's limits), or -1 with error set.
+int tiff_page_count(const std::string& path, std::string& error) {
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open image");
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return image::read_header(bytes, path).pages;
+  } catch (const Error& e) {
+    error = e.what();
+    return -1;
+  }
 }
 
 }  // namespace
@@ -43,12 +57,15 @@ std::optional<DocKind> classify_file(const std::string& path) {
   const size_t n = size_t(in.gcount());
   if (n >= 5 && std::memcmp(b, "%PDF-", 5) == 0) return DocKind::pdf;
   // The image decoder's own sniffing: the formats ocr reads are the ones it decodes.
-  if (image::sniff_format(std::span<const uint8_t>(b, n)) != image::Format::Unknown) return DocKind::image;
+  const image::Format f = image::sniff_format(std::span<const uint8_t>(b, n));
+  if (f == image::Format::Tiff) return DocKind::tiff;
+  if (f != image::Format::Unknown) return DocKind::image;
   // The magic did not say (a broken file, say): the name decides, so a broken page.png is kept
   // and reported rather than skipped.
   const std::string e = lower_ext(path);
   if (e == ".pdf") return DocKind::pdf;
-  if (e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".gif") return DocKind::image;
+  if (e == ".tif" || e == ".tiff") return DocKind::tiff;
+  if (e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".gif" || e == ".webp") return DocKind::image;
   return std::nullopt;
 }
 
@@ -100,7 +117,7 @@ std::vector<Page> expand_pages(const std::vector<Document>& docs) {
       continue;
     }
     std::string error;
-    const int n = pdf_page_count(d.source, error);
+    const int n = d.kind == DocKind::pdf ? pdf_page_count(d.source, error) : tiff_page_count(d.source, error);
     if (n < 0) pages.push_back({d.source, 1, d.kind, error});
     for (int p = 1; p <= n; ++p) pages.push_back({d.source, p, d.kind, ""});
   }

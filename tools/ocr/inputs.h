@@ -9,7 +9,8 @@
 
 namespace ckjit::ocr {
 
-enum class DocKind { image, pdf };
+// tiff: an image file of one or more pages (each a page of its own, as a PDF's).
+enum class DocKind { image, pdf, tiff };
 
 struct Document {
   std::string source;  // the path as given (folder entries: the folder as given / relative path)
@@ -26,7 +27,7 @@ struct Page {
   std::string error;  // set when the document could not even be opened (broken or encrypted PDF)
 };
 
-// Kind of a file from its first bytes (PDF or PNG/JPEG/BMP/GIF magic), else from its extension;
+// Kind of a file from its first bytes (PDF, TIFF or the other images' magic), else from its extension;
 // nullopt when neither says image or PDF.
 std::optional<DocKind> classify_file(const std::string& path);
 
@@ -45,7 +46,7 @@ struct SkippedFiles {
 std::vector<Document> enumerate_documents(const std::vector<std::string>& inputs,
                                           const std::function<bool(const std::string&)>& is_output = {}, SkippedFiles* skipped = nullptr);
 
-// Expands documents into pages: PDFs are opened (pdf.h) to count their pages; one that cannot be
+// Expands documents into pages: PDFs (pdf.h) and TIFFs are opened to count their pages; one that cannot be
 // opened gives a single page 1 carrying the error, and so does a document that is not an image or
 // PDF (its error names its format from its first bytes; the file is not read further).
 std::vector<Page> expand_pages(const std::vector<Document>& docs);

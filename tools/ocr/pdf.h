@@ -1,6 +1,6 @@
 #pragma once
 // PDF pages as images the runtime's decoder accepts: poppler-cpp rasterizes a page at a given DPI
-// and the pixels are wrapped as an uncompressed 24-bit BMP (runtime/image decodes PNG, JPEG, BMP;
+// and the pixels are wrapped as an uncompressed 24-bit BMP (runtime/image decodes BMP;
 // BMP needs no compressor and is exact).
 #include <cstddef>
 #include <cstdint>

@@ -15,6 +15,7 @@
 #include "include/ckjit.h"
 #include "runtime/error.h"
 #include "runtime/grounding.h"
+#include "runtime/image/image.h"
 #include "runtime/repetition_guard.h"
 #include "tools/ocr/journal.h"
 #include "tools/ocr/pdf.h"
@@ -140,6 +141,14 @@ void prepare_page(PdfRasterizer& pdf, const OcrOptions& o, InFlight& f) {
     const auto t = Clock::now();
     bytes = pdf.render_bmp(f.page->source, f.page->page, o.dpi, o.max_side, &f.dpi);
     f.render_ms = ms_since(t);
+  } else if (f.page->kind == DocKind::tiff) {
+    // One page of the file, passed on as a BMP (exact, as a PDF page is).
+    const auto t = Clock::now();
+    const image::Rgb8 px = image::decode_page(read_file(f.page->source), f.page->source, f.page->page - 1);
+    std::vector<uint8_t> bgr(px.pixels.size());
+    for (size_t i = 0; i < bgr.size(); i += 3) bgr[i] = px.pixels[i + 2], bgr[i + 1] = px.pixels[i + 1], bgr[i + 2] = px.pixels[i];
+    bytes = encode_bmp(bgr.data(), px.width, px.height, size_t(px.width) * 3);
+    f.render_ms = ms_since(t);
   } else {
     bytes = read_file(f.page->source);
   }
@@ -199,11 +208,11 @@ void write_page_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-std::string page_file_path(const std::string& journal, const std::string& source, int page, bool pdf, const std::string& ext) {
+std::string page_file_path(const std::string& journal, const std::string& source, int page, bool paged, const std::string& ext) {
   std::string name = std::filesystem::path(source).lexically_normal().relative_path().string();
   for (char& c : name)
     if (c == '/') c = '_';
-  if (pdf) name += "-p" + std::to_string(page);
+  if (paged) name += "-p" + std::to_string(page);
   return (std::filesystem::path(journal).parent_path() / (name + "." + ext)).string();
 }
 
@@ -321,9 +330,9 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
       }
       writer.append(f.rec);
       if (o.format != "jsonl" && f.error.empty())
-        write_page_file(page_file_path(o.out, f.page->source, f.page->page, f.page->kind == DocKind::pdf, o.format), f.rec["text"].get<std::string>());
+        write_page_file(page_file_path(o.out, f.page->source, f.page->page, f.page->kind != DocKind::image, o.format), f.rec["text"].get<std::string>());
       ++sum.done;
-      progress.page_done(f.page->source + (f.page->kind == DocKind::pdf ? " p" + std::to_string(f.page->page) : ""),
+      progress.page_done(f.page->source + (f.page->kind != DocKind::image ? " p" + std::to_string(f.page->page) : ""),
                          f.error.empty(), ms_since(f.start) / 1000.0);
     }
   }

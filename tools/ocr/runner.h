@@ -54,8 +54,8 @@ struct OcrSummary {
 // Runs the batch; progress and the summary lines go to log. Throws ckjit::Error for what stops the
 // whole batch (the model does not load, the journal cannot be written).
 // Where --format md|txt writes a page's text: beside the journal, named after the source path
-// ('/' as '_') and, for a PDF, the page: out/ "docs_a.pdf-p3.md".
-std::string page_file_path(const std::string& journal, const std::string& source, int page, bool pdf, const std::string& ext);
+// ('/' as '_') and, for a PDF or TIFF (paged), the page: out/ "docs_a.pdf-p3.md".
+std::string page_file_path(const std::string& journal, const std::string& source, int page, bool paged, const std::string& ext);
 
 OcrSummary run_ocr(const OcrOptions& options, std::FILE* log);
 
