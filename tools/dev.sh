@@ -41,9 +41,21 @@ case "$cmd" in
     bash "$ROOT/tools/setup_arm64.sh"
     cmake -S "$ROOT" -B "$ROOT/build-arm64" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64.cmake" -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$ROOT/build-arm64" -j "$JOBS"
+    # The x86 ckjit, for the cross-architecture comparison below.
+    build build Release ckjit
+    cmp_dir="$(mktemp -d)"
+    trap 'rm -rf "$cmp_dir"' EXIT
+    "$ROOT/build/tools/ckjit" synth -q --preset tiny --seed 3 --out "$cmp_dir/x86" >/dev/null
     for cpu in cortex-a76 max; do
       echo "== qemu-aarch64 -cpu $cpu: $(QEMU_CPU=$cpu qemu-aarch64 "$ROOT/build-arm64/tools/ckjit" info | head -1)"
       (cd "$ROOT/build-arm64" && QEMU_CPU=$cpu ctest --output-on-failure -j "$JOBS" "$@")
+      # The synthesizer (random streams, Q4_K / Q6_K / F16 quantizers, GGUF writer) writes the same
+      # bytes on AArch64 as on x86.
+      QEMU_CPU=$cpu qemu-aarch64 "$ROOT/build-arm64/tools/ckjit" synth -q --preset tiny --seed 3 --out "$cmp_dir/$cpu" >/dev/null
+      for f in tiny-Q4_K_M.gguf mmproj-tiny-f16.gguf; do
+        cmp "$cmp_dir/x86/$f" "$cmp_dir/$cpu/$f" || { echo "test-arm64: $f differs between x86 and AArch64 ($cpu)" >&2; exit 1; }
+      done
+      echo "== $cpu: the synthesized tiny pair is byte-identical to x86's"
     done
     ;;
   *)
