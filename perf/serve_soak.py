@@ -10,7 +10,13 @@ reference, no 5xx but 503 (with Retry-After), no deadlock (every request ends; t
 p50 / p95 latency of the completed chats, RSS at warm-up and at the end.
 
   python3 perf/serve_soak.py --ckjit build/tools/ckjit [--seconds 600] [--parallel 2] [--clients N]
-                             [-m MODEL --mmproj MMPROJ] [--image PNG] [--seed 1]
+                             [-m MODEL --mmproj MMPROJ] [--image PNG] [--seed 1] [--hostile N]
+
+--hostile N adds N hostile clients beside the normal ones (tools/serve/README.md, "Hostile
+clients"): slow clients that drip a request (each must be cut off by --request-timeout), JSON
+nested 10^5 deep, chunked and compressed bodies, header floods, pipelined floods, junk paths and
+foreign Host names. Each must get its refusal (or a close), never a 5xx but 503, and the normal
+clients' checks hold as without them; compare their p95 with a run without --hostile.
 
 Exit status 0 when every check holds. CI runs it for 60 s on the tiny pair (tests/serve); a 10-minute
 run belongs in perf/RESULTS-serve.md with the machine (`ckjit info`) and the load average.
@@ -209,6 +215,90 @@ class Soak:
         status, ra, _ = self.post(body)
         self.check_status("image-limit", status, ra, {200})
 
+    # ---- hostile clients (--hostile) ----
+    def raw(self, data, read_s=10.0):
+        """Sends raw bytes; the answer's status (None: closed without one)."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=read_s)
+        try:
+            try:
+                s.sendall(data)
+            except OSError:
+                pass  # the server may refuse before the whole body is sent
+            out = b""
+            while b"\r\n" not in out:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                out += chunk
+            m = re.match(rb"HTTP/1\.1 (\d{3})", out)
+            return int(m.group(1)) if m else None
+        except OSError:
+            return None
+        finally:
+            s.close()
+
+    def hostile_status(self, kind, status, allowed):
+        self.record(kind, status if status is not None else "closed")
+        if status is not None and status not in allowed and status != 503:
+            self.fail(f"{kind}: HTTP {status}, expected one of {sorted(allowed)} or a close")
+
+    def slow_drip(self, rng):
+        """A request whose bytes come one every second: cut off at --request-timeout."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=self.args.request_timeout + 30)
+        t0 = time.monotonic()
+        try:
+            s.sendall(b"GET /hea")
+            s.settimeout(1.0)
+            while time.monotonic() - t0 < self.args.request_timeout + 20:
+                try:
+                    if s.recv(4096) == b"":
+                        break  # closed by the server
+                except socket.timeout:
+                    try:
+                        s.sendall(b"l")
+                    except OSError:
+                        break
+                except OSError:
+                    break
+            held = time.monotonic() - t0
+        finally:
+            s.close()
+        self.record("hostile-slow-drip", "cut")
+        if held > self.args.request_timeout + 10:
+            self.fail(f"a slow client held its connection {held:.0f} s (--request-timeout {self.args.request_timeout})")
+
+    def hostile(self, rng):
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        pick = rng.randrange(8)
+        if pick == 0:
+            self.slow_drip(rng)
+        elif pick == 1:
+            n = 100000
+            body = b'{"messages":[{"role":"user","content":"hi"}],"stop":' + b"[" * n + b"]" * n + b"}"
+            self.hostile_status("hostile-deep-json", self.raw(head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body), {400})
+        elif pick == 2:
+            body = b"%x\r\n" % (2 << 20) + b" " * (2 << 20)
+            self.hostile_status("hostile-chunked", self.raw(head + b"Transfer-Encoding: chunked\r\n\r\n" + body), {411})
+        elif pick == 3:
+            bomb = zlib.compress(b" " * (20 << 20), 9)
+            enc = rng.choice([b"gzip", b"br", b"deflate"])
+            self.hostile_status("hostile-compressed", self.raw(head + b"Content-Encoding: " + enc + f"\r\nContent-Length: {len(bomb)}\r\n\r\n".encode() + bomb), {415})
+        elif pick == 4:
+            flood = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"".join(b"X-Pad-%d: v\r\n" % i for i in range(400)) + b"\r\n"
+            self.hostile_status("hostile-header-flood", self.raw(flood), {400, 431})
+        elif pick == 5:
+            self.hostile_status("hostile-pipelined", self.raw(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2000), {200})
+        elif pick == 6:
+            path = "/junk/%d" % rng.randrange(10**9)
+            self.hostile_status("hostile-junk-path", self.raw(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()), {404})
+        else:
+            self.hostile_status("hostile-foreign-host", self.raw(b"GET /v1/models HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n"), {403})
+
+    def hostile_client(self, index, until):
+        rng = random.Random(self.args.seed * 7919 + index)
+        while time.monotonic() < until:
+            self.guarded(f"hostile {index}", lambda: self.hostile(rng))
+
     def guarded(self, what, act):
         try:
             act()
@@ -258,6 +348,8 @@ def main():
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--clients", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hostile", type=int, default=0, help="hostile clients beside the normal ones")
+    ap.add_argument("--request-timeout", type=int, default=5, help="the server's --request-timeout")
     args = ap.parse_args()
     args.clients = args.clients or 4 * args.parallel
     tmp = tempfile.mkdtemp(prefix="ckjit_soak_")
@@ -269,7 +361,8 @@ def main():
     log_path = os.path.join(tmp, "server.log")
     log = open(log_path, "w")
     cmd = [args.ckjit, "serve", "-m", args.model, "--mmproj", args.mmproj, "--port", "0", "--parallel", str(args.parallel),
-           "-t", "1", "--no-profile", "--max-queue", str(2 * args.parallel), "--timeout", "20"]
+           "-t", "1", "--no-profile", "--max-queue", str(2 * args.parallel), "--timeout", "20",
+           "--request-timeout", str(args.request_timeout)]
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     atexit.register(lambda: server.poll() is None and server.kill())  # registered after rmtree: runs first
     port = None
@@ -296,6 +389,7 @@ def main():
     start = time.monotonic()
     until = start + args.seconds
     clients = [threading.Thread(target=soak.client, args=(i, until), daemon=True) for i in range(args.clients)]
+    clients += [threading.Thread(target=soak.hostile_client, args=(i, until), daemon=True) for i in range(args.hostile)]
     for t in clients:
         t.start()
     # RSS samples: warm-up is the first fifth of the run.
@@ -324,7 +418,7 @@ def main():
     info = subprocess.run([args.ckjit, "info"], capture_output=True, text=True).stdout.splitlines()
     load = os.getloadavg()
     print(f"machine: {info[0] if info else '?'}")
-    print(f"soak: {args.seconds:.0f} s, {args.clients} clients, --parallel {args.parallel}, --max-queue {2 * args.parallel}, "
+    print(f"soak: {args.seconds:.0f} s, {args.clients} clients, {args.hostile} hostile, --parallel {args.parallel}, --max-queue {2 * args.parallel}, "
           f"seed {args.seed}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for (kind, status), n in sorted(soak.counts.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         print(f"  {kind:22s} {str(status):>14s} {n:6d}")

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "tools/command.h"
@@ -34,20 +35,32 @@ static int serve_main(const std::vector<std::string>& args) {
       ("max-images", po::value(&L.max_images)->default_value(L.max_images), "most images per request")
       ("max-body-mb", po::value(&o.max_body_mb)->default_value(32), "largest request body (else 413)")
       ("image-cache-mb", po::value(&o.image_cache_mb)->default_value(256), "memory for encoded images kept for later requests (0: off)")
-      ("allow-local-images", po::bool_switch(&L.allow_local_images), "accept file:// URLs and absolute paths as image_url (else 403)")
+      ("allow-local-images", po::value(&L.local_image_root)->value_name("DIR"),
+       "accept file:// URLs and absolute paths as image_url when they name a regular file under DIR (links and '..' resolved first; else 403)")
       ("http-threads", po::value(&o.http_threads)->default_value(0), "connections handled at once (0: 4 x parallel + 4, at least 8)")
       ("max-queue", po::value(&o.max_queue)->default_value(0),
        "requests that may wait for a session; past it a request gets 503 with Retry-After at once (0: 4 x parallel)")
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds a connection may stall reading a request or writing an answer (llama-server's --timeout)")
+      ("request-timeout", po::value(&o.request_timeout_s)->default_value(o.request_timeout_s),
+       "seconds a request's headers and body may take to arrive, from its first byte (a slow client is cut off, not waited for)")
       ("drain-seconds", po::value(&o.drain_s)->default_value(o.drain_s),
        "on SIGTERM (or a first SIGINT): refuse new requests (503) and let those in flight finish for up to this long, then exit 0; 0: cut them at once")
       ("max-isa", po::value(&o.max_isa), "cap the instruction set: avx2, avxvnni, avx512, amx")
       ("vision-precision", po::value(&o.vision_precision)->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
       ("api-key", po::value(&o.api_key), "require 'Authorization: Bearer KEY' on every route but /health (else 401)")
       ("api-key-file", po::value<std::string>(), "read the API key from the file's first line (keeps it out of the process list)")
+      ("no-api-key-ok", po::bool_switch(&o.no_api_key_ok), "serve a non-loopback --host without an API key (refused otherwise)")
+      ("hosts", po::value<std::string>()->value_name("NAME,..."),
+       "Host header names answered (* for any; default: the loopback names when --host is loopback, else any)")
       ("cors", po::value(&o.cors_origin), "answer browsers from this origin (or *) with CORS headers and preflights (default: none)")
       ("no-profile", po::bool_switch(&no_profile), "ignore this machine's tuned profile (ckjit tune)")
+      ("no-cache-sharing", po::bool_switch(&o.no_cache_sharing),
+       "reuse prompt rows and encoded images only between requests of the same 'user' (else a client can time or count another's cache hits)")
       ("help,h", "show this help");
+  // The flag took no folder before: its bare form would now swallow the next flag as a folder.
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i] == "--allow-local-images" && (i + 1 == args.size() || args[i + 1].rfind("-", 0) == 0))
+      throw std::runtime_error("--allow-local-images needs a folder: --allow-local-images DIR (only regular files under DIR are read)");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   if (vm.count("help")) {
@@ -58,6 +71,12 @@ static int serve_main(const std::vector<std::string>& args) {
   }
   po::notify(vm);
   o.use_profile = !no_profile;
+  o.api_key_given = vm.count("api-key") > 0;
+  if (vm.count("hosts")) {
+    std::stringstream list(vm["hosts"].as<std::string>());
+    for (std::string h; std::getline(list, h, ',');)
+      if (!h.empty()) o.hosts.push_back(h);
+  }
   if (vm.count("api-key-file")) {
     std::ifstream in(vm["api-key-file"].as<std::string>());
     if (!in || !std::getline(in, o.api_key) || o.api_key.empty())

@@ -16,7 +16,7 @@ declare -A SOURCES=(
   [tokenizer]="$(echo "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp") ${GGUF[*]}"
   [token_ids]="$ROOT/runtime/token_ids.cpp"
   [model_load]="$ROOT/graph/hparams.cpp $ROOT/vision/vision_hparams.cpp ${GGUF[*]} $(echo "$ROOT"/runtime/quants/*.cpp)"
-  [chat_request]="$ROOT/tools/serve/openai_request.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp $ROOT/runtime/structured/gbnf.cpp"
+  [chat_request]="$ROOT/tools/serve/openai_request.cpp $ROOT/tools/serve/json_body.cpp $IMAGE_SOURCES $OUT/stb_decoder.o $ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp $ROOT/runtime/structured/gbnf.cpp"
   [json_schema]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/json_schema.cpp"
   [gbnf]="$ROOT/runtime/structured/byte_automaton.cpp $ROOT/runtime/structured/gbnf.cpp"
 )

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <map>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tests/unit/serve_test_util.h"
 #include "tools/serve/image_cache.h"
 #include "tools/serve/metrics.h"
@@ -196,13 +199,51 @@ TEST_CASE("serve request: image URLs that are not images or over the pixel limit
   CHECK(local.status == 403);
   CHECK(local.code == "local_images_disabled");
   CHECK(error_of(with_image(image("square-64.png"))).status == 403);
-  lim.allow_local_images = true;
+  lim.local_image_root = canonical_image_root(std::filesystem::path(image("square-64.png")).parent_path().string());
   const ChatRequest ok = parse_chat_request(with_image("file://" + image("square-64.png")), lim);
   REQUIRE(ok.images.size() == 1);
   CHECK(ok.images[0] == serve_file_bytes(image("square-64.png")));
-  CHECK(error_of(with_image("file:///nonexistent/x.png"), lim).status == 400);
+  CHECK(error_of(with_image("file:///nonexistent/x.png"), lim).status == 403);
   lim.max_images = 0;
   CHECK(error_of(with_image(serve_png_uri(image("square-64.png"))), lim).code == "too_many_images");
+}
+
+TEST_CASE("serve request: --allow-local-images DIR reads only regular files under DIR and no links out or FIFOs or files over the size limit") {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / ("ckjit-local-images-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "root" / "sub");
+  fs::create_directories(base / "outside");
+  const std::string png = serve_file_bytes(image("square-64.png"));
+  for (const fs::path& p : {base / "root" / "sub" / "a.png", base / "outside" / "secret.png"}) std::ofstream(p, std::ios::binary) << png;
+  fs::create_symlink(base / "outside" / "secret.png", base / "root" / "link-out.png");
+  fs::create_symlink(base / "root" / "sub" / "a.png", base / "root" / "link-in.png");
+  fs::create_directory_symlink(base / "outside", base / "root" / "dir-out");
+  REQUIRE(::mkfifo((base / "root" / "fifo.png").c_str(), 0600) == 0);
+  std::ofstream(base / "root" / "big.png", std::ios::binary) << png << std::string(4096, '\0');
+
+  RequestLimits lim;
+  lim.local_image_root = canonical_image_root((base / "root").string());
+  lim.max_local_image_bytes = png.size() + 100;
+  const auto read = [&](const fs::path& p) { return parse_chat_request(with_image("file://" + p.string()), lim).images.at(0); };
+  CHECK(read(base / "root" / "sub" / "a.png") == png);
+  CHECK(read(base / "root" / "link-in.png") == png);               // a link that stays inside
+  CHECK(read(base / "root" / "sub" / ".." / "sub" / "a.png") == png);  // '..' that stays inside
+  for (const fs::path& p : {base / "outside" / "secret.png", base / "root" / "link-out.png", base / "root" / "dir-out" / "secret.png",
+                            base / "root" / ".." / "outside" / "secret.png", fs::path("/etc/passwd"), fs::path("/proc/self/environ"),
+                            base / "root" / "fifo.png", base / "root" / "sub", base / "root" / "missing.png", base / "root"}) {
+    const HttpError e = error_of(with_image("file://" + p.string()), lim);
+    INFO(p.string() << ": " << e.what());
+    CHECK(e.status == 403);
+    CHECK(e.code == "local_image_refused");
+  }
+  // The same answer for a file outside the folder and one that does not exist: nothing is probed.
+  CHECK(std::string(error_of(with_image("/etc/passwd"), lim).what()).find("under the server's image folder") != std::string::npos);
+  const HttpError big = error_of(with_image((base / "root" / "big.png").string()), lim);
+  CHECK(big.status == 400);
+  CHECK(big.code == "image_too_large");
+  CHECK_THROWS_WITH_AS(canonical_image_root((base / "root" / "sub" / "a.png").string()), doctest::Contains("is not a folder"), std::runtime_error);
+  fs::remove_all(base);
 }
 
 TEST_CASE("serve request: base64 decodes RFC 4648 vectors and the URL-safe alphabet") {
@@ -308,6 +349,8 @@ TEST_CASE("serve metrics: the Prometheus text has every family and the counts") 
   m.request("/v1/chat/completions", 200);
   m.request("/v1/chat/completions", 400);
   m.request("/some/odd/path", 404);
+  for (int i = 0; i < 1000; ++i) m.request("/junk/" + std::to_string(i), 404);  // grouped as they come
+  CHECK(m.series() == 3);
   m.tokens(10, 4);
   m.phases(0.5, 0.25, 0.125);
   Metrics::Gauges g;
@@ -316,7 +359,7 @@ TEST_CASE("serve metrics: the Prometheus text has every family and the counts") 
   const std::string t = m.render(g);
   CHECK(t.find("ckjit_requests_total{path=\"/v1/chat/completions\",status=\"200\"} 2\n") != std::string::npos);
   CHECK(t.find("ckjit_requests_total{path=\"/v1/chat/completions\",status=\"400\"} 1\n") != std::string::npos);
-  CHECK(t.find("ckjit_requests_total{path=\"other\",status=\"404\"} 1\n") != std::string::npos);
+  CHECK(t.find("ckjit_requests_total{path=\"other\",status=\"404\"} 1001\n") != std::string::npos);
   CHECK(t.find("ckjit_prompt_tokens_total 10\n") != std::string::npos);
   CHECK(t.find("ckjit_completion_tokens_total 4\n") != std::string::npos);
   CHECK(t.find("ckjit_phase_seconds_total{phase=\"encode\"} 0.5\n") != std::string::npos);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <iterator>
@@ -44,15 +45,23 @@ std::string render(const ServerState& st, const ChatRequest& r) {
 // A request's prompt as rendered once: the text, its images' cache keys (hashed once), and what
 // a session holds after it (keys and text), for choosing the session of the next request.
 struct RenderedRequest {
+  std::string scope;  // --no-cache-sharing: what the keys and the signature start with
   std::string prompt;
   std::vector<std::string> image_keys;
   std::string signature;
 };
 
-RenderedRequest render_request(const ChatRequest& r, std::string prompt) {
+// With --no-cache-sharing every key and signature starts with the request's scope: its 'user', or
+// for a request without one a scope of its own (nothing it leaves is found by another request).
+RenderedRequest render_request(const ChatRequest& r, std::string prompt, bool scoped) {
   RenderedRequest out;
+  if (scoped) {
+    static std::atomic<uint64_t> anonymous{0};
+    out.scope = (r.user.empty() ? "\x1d#" + std::to_string(anonymous.fetch_add(1)) : "\x1du:" + r.user) + '\x1e';
+    out.signature = out.scope;
+  }
   for (const std::string& bytes : r.images) {
-    out.image_keys.push_back(image_key(bytes, r.image_min_tokens, r.image_max_tokens));
+    out.image_keys.push_back(out.scope + image_key(bytes, r.image_min_tokens, r.image_max_tokens));
     out.signature += out.image_keys.back() + '\x1f';
   }
   out.signature += prompt;
@@ -229,10 +238,10 @@ ChoiceRun generate_choice(ServerState& st, ckjit_session* s, const ChatRequest& 
 }
 
 // Images, prompt and the request's n choices on a leased session; HttpError for what the client got wrong.
-Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr, const Emit& emit) {
+Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, const RenderedRequest& rr, const Emit& emit, bool reuse) {
   // Without prompt caching the request starts from an empty KV cache; with it, the library keeps
   // what the session's last prompt shares with this one (every request is a whole conversation).
-  if (!r.cache_prompt) ckjit_session_reset(s);
+  if (!r.cache_prompt || !reuse) ckjit_session_reset(s);
   const auto images = encode_images(st, s, r, rr);
   Outcome o;
   for (int i = 0; i < r.n && !o.client_gone; ++i) {
@@ -249,7 +258,9 @@ Outcome complete_on(ServerState& st, ckjit_session* s, const ChatRequest& r, con
 // complete_on, leaving the session without a half-added prompt when the request fails.
 Outcome complete(ServerState& st, Lease& lease, const ChatRequest& r, const RenderedRequest& rr, const Emit& emit) {
   try {
-    Outcome o = complete_on(st, lease.get(), r, rr, emit);
+    // --no-cache-sharing: rows another scope left are dropped, never reused.
+    const bool reuse = rr.scope.empty() || lease.remembered().rfind(rr.scope, 0) == 0;
+    Outcome o = complete_on(st, lease.get(), r, rr, emit, reuse);
     lease.remember(r.cache_prompt ? rr.signature : std::string());
     return o;
   } catch (...) {
@@ -306,7 +317,7 @@ void stream(ServerState& st, std::shared_ptr<const ChatRequest> r, std::shared_p
     } catch (const HttpError& e) {
       tail = sse(error_json(e.what(), e.type, e.code));
     } catch (const std::exception& e) {
-      tail = sse(error_json(e.what(), "server_error", "internal"));
+      tail = sse(internal_error_json(e.what()));
     }
     tail += sse_done();
     if (!sink.write(tail.data(), tail.size())) return false;
@@ -357,7 +368,7 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
                       std::to_string(st.pool->queued()) + " requests are already waiting for a session (--max-queue " + std::to_string(max_queue) +
                           "); retry later");
     PeerWatch watch(req.remote_port, req.local_port);
-    auto rr = std::make_shared<const RenderedRequest>(render_request(*r, prompt));
+    auto rr = std::make_shared<const RenderedRequest>(render_request(*r, prompt, st.opt.no_cache_sharing));
     if (r->stream) return stream(st, r, rr, res, watch, in_flight);
     Lease lease = st.pool->acquire([&] { return st.stopping || watch.gone(); }, rr->signature);
     if (!lease) {

@@ -6,13 +6,16 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "tools/serve/chat_completion.h"
+#include "tools/serve/guarded_server.h"
 #include "tools/serve/openai_response.h"
 #include "tools/serve/token_routes.h"
 
@@ -29,6 +32,8 @@ namespace {
 std::unique_ptr<ServerState> load(const ServerOptions& o) {
   auto st = std::make_unique<ServerState>();
   st->opt = o;
+  if (!o.limits.local_image_root.empty()) st->opt.limits.local_image_root = canonical_image_root(o.limits.local_image_root);
+  st->opt.limits.max_local_image_bytes = size_t(o.max_body_mb * 1024 * 1024);
   st->model_name = o.alias.empty() ? std::filesystem::path(o.model).stem().string() : o.alias;
   ckjit_model_params mp;
   ckjit_model_params_default(&mp);
@@ -78,31 +83,88 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-// --api-key (401 with an OpenAI body unless the Bearer token matches; /health and CORS preflights
-// stay open) and --cors (headers on every answer, 204 to preflights).
+bool loopback_name(std::string_view h) {
+  return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0 || h.rfind("localhost.", 0) == 0;
+}
+
+// The name in a Host header: lower case, without the port and a trailing dot.
+std::string host_name(std::string h) {
+  for (char& c : h) c = char(std::tolower(uint8_t(c)));
+  if (!h.empty() && h[0] == '[') h = h.substr(0, h.find(']') == std::string::npos ? h.size() : h.find(']') + 1);
+  else if (const size_t colon = h.rfind(':'); colon != std::string::npos && h.find(':') == colon) h.resize(colon);
+  if (!h.empty() && h.back() == '.') h.pop_back();
+  return h;
+}
+
+// --hosts, or by default the loopback names when the server listens on loopback (a web page that
+// rebinds its own name to 127.0.0.1 sends its name, and is refused); empty: any.
+std::vector<std::string> allowed_hosts(const ServerOptions& o) {
+  if (!o.hosts.empty()) {
+    if (std::find(o.hosts.begin(), o.hosts.end(), "*") != o.hosts.end()) return {};
+    std::vector<std::string> out;
+    for (const std::string& h : o.hosts) out.push_back(host_name(h));
+    return out;
+  }
+  if (loopback_name(o.host)) return {"localhost", "127.0.0.1", "::1", "[::1]"};
+  return {};
+}
+
+bool host_allowed(const std::vector<std::string>& allowed, const std::string& header, bool loopback_default) {
+  if (allowed.empty() || header.empty()) return true;  // no Host: HTTP/1.0 clients and health checkers
+  const std::string h = host_name(header);
+  if (loopback_default && loopback_name(h)) return true;
+  return std::find(allowed.begin(), allowed.end(), h) != allowed.end();
+}
+
+// Answers a refusal before the body is read: the connection then closes (the unread body cannot be
+// told from a next request).
+httplib::Server::HandlerResponse refuse(httplib::Response& r, int status, const std::string& message, const std::string& code) {
+  r.status = status;
+  r.set_content(error_json(message, error_type_for(status), code).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                "application/json");
+  GuardedServer::close_after_answer();
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+// Everything decided from the headers alone, before a body is read: a connection turned away for
+// a full line (503), Host (--hosts), bodies that httplib would read without their limit (chunked,
+// compressed), draining, --api-key (401 with an OpenAI body unless the Bearer token matches; /health
+// and CORS preflights stay open) and --cors (headers on every answer, 204 to preflights).
 void access_rules(httplib::Server& svr, const ServerState& st) {
-  svr.set_pre_routing_handler([&st](const httplib::Request& q, httplib::Response& r) {
+  const std::vector<std::string> hosts = allowed_hosts(st.opt);
+  const bool loopback_default = st.opt.hosts.empty();
+  svr.set_pre_routing_handler([&st, hosts, loopback_default](const httplib::Request& q, httplib::Response& r) {
+    using HR = httplib::Server::HandlerResponse;
+    if (q.path == "/health" && q.method == "GET") return HR::Unhandled;
+    if (GuardedServer::turned_away()) {
+      r.set_header("Retry-After", "1");
+      return refuse(r, 503, "the server is busy (every connection is in use); retry", "server_busy");
+    }
+    if (!host_allowed(hosts, q.get_header_value("Host"), loopback_default))
+      return refuse(r, 403, "the Host '" + q.get_header_value("Host") + "' is not one this server answers to (ckjit serve --hosts NAME,...)",
+                    "host_not_allowed");
+    // Debian's cpp-httplib checks --max-body-mb only against a Content-Length, and inflates
+    // compressed bodies without a bound: such bodies are refused, not read.
+    const std::string te = q.get_header_value("Transfer-Encoding");
+    if (!te.empty() && te != "identity")
+      return refuse(r, 411, "send the body with a Content-Length (Transfer-Encoding '" + te + "' is refused)", "length_required");
+    const std::string ce = q.get_header_value("Content-Encoding");
+    if (!ce.empty() && ce != "identity")
+      return refuse(r, 415, "compressed bodies are refused (Content-Encoding '" + ce + "'); send it uncompressed", "unsupported_encoding");
     // Draining: no new generations (a load balancer's retry goes to another replica).
     if (st.draining && (q.path == "/v1/chat/completions" || q.path == "/v1/completions")) {
-      r.status = 503;
       r.set_header("Retry-After", "1");
-      r.set_content(error_json("the server is shutting down (draining the requests in flight)", "server_error", "shutting_down").dump(),
-                    "application/json");
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(r, 503, "the server is shutting down (draining the requests in flight)", "shutting_down");
     }
     if (q.method == "OPTIONS" && !st.opt.cors_origin.empty()) {
       r.status = 204;
-      return httplib::Server::HandlerResponse::Handled;
+      return HR::Handled;
     }
-    if (st.opt.api_key.empty() || q.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (st.opt.api_key.empty()) return HR::Unhandled;
     const std::string auth = q.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), st.opt.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    r.status = 401;
+    if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), st.opt.api_key)) return HR::Unhandled;
     r.set_header("WWW-Authenticate", "Bearer");
-    r.set_content(error_json(auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key provided",
-                             "invalid_request_error", "invalid_api_key").dump(),
-                  "application/json");
-    return httplib::Server::HandlerResponse::Handled;
+    return refuse(r, 401, auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key provided", "invalid_api_key");
   });
   if (st.opt.cors_origin.empty()) return;
   svr.set_post_routing_handler([&st](const httplib::Request&, httplib::Response& r) {
@@ -142,16 +204,15 @@ void routes(httplib::Server& svr, ServerState& st, int64_t started) {
     return httplib::Server::HandlerResponse::Handled;
   }));
   svr.set_exception_handler([](const httplib::Request&, httplib::Response& r, std::exception_ptr ep) {
-    std::string msg = "internal error";
+    std::string cause = "an unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
     } catch (const std::exception& e) {
-      msg = std::string("internal error: ") + e.what();
+      cause = e.what();
     } catch (...) {
     }
     r.status = 500;
-    r.set_content(error_json(msg, "server_error", "internal").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json");
+    r.set_content(internal_error_json(cause.c_str()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   });
   svr.set_logger([&st](const httplib::Request& q, const httplib::Response& r) { st.metrics.request(q.path, r.status); });
 }
@@ -184,6 +245,10 @@ void drain(ServerState& st, const sigset_t& signals, int sig, const std::atomic<
 
 int run_server(const ServerOptions& o) {
   if (o.parallel < 1) throw std::runtime_error("--parallel must be at least 1");
+  if (o.api_key_given && o.api_key.empty()) throw std::runtime_error("--api-key is empty (an empty key would turn authentication off)");
+  if (o.api_key.empty() && !loopback_name(o.host) && !o.no_api_key_ok)
+    throw std::runtime_error("--host " + o.host + " listens beyond this machine without --api-key: anyone who can connect could use it; "
+                             "give --api-key KEY (or --api-key-file F), or --no-api-key-ok to serve without one");
   // SIGINT / SIGTERM are taken by one thread (sigwait) instead of a handler: blocked here, before
   // any thread exists, so every thread (the model's workers, httplib's) inherits the mask.
   sigset_t stop_signals;
@@ -198,9 +263,11 @@ int run_server(const ServerOptions& o) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   int status = 0;
   {
-    httplib::Server svr;
-    const int workers = o.http_threads > 0 ? o.http_threads : std::max(8, 4 * o.parallel + 4);
-    svr.new_task_queue = [workers] { return new httplib::ThreadPool(size_t(workers)); };
+    ConnectionLimits cl;
+    cl.workers = o.http_threads > 0 ? o.http_threads : std::max(8, 4 * o.parallel + 4);
+    cl.max_waiting = cl.workers;
+    cl.request_timeout_s = o.request_timeout_s;
+    GuardedServer svr(cl);
     // httplib's default also sets SO_REUSEPORT, which lets a second server share a busy port
     // silently: only SO_REUSEADDR here, so a port in use is an error.
     svr.set_socket_options([](socket_t sock) {
@@ -209,6 +276,7 @@ int run_server(const ServerOptions& o) {
     });
     svr.set_payload_max_length(size_t(o.max_body_mb * 1024 * 1024));
     if (o.timeout_s < 1) throw std::runtime_error("--timeout must be at least 1 second");
+    if (o.request_timeout_s < 1) throw std::runtime_error("--request-timeout must be at least 1 second");
     svr.set_read_timeout(o.timeout_s, 0);
     svr.set_write_timeout(o.timeout_s, 0);
     routes(svr, *st, started);

@@ -4,10 +4,6 @@
 
 namespace ckjit::serve {
 
-void Metrics::request(const std::string& path, int status) {
-  std::lock_guard<std::mutex> l(mu_);
-  ++requests_[{path, status}];
-}
 
 void Metrics::tokens(int64_t prompt, int64_t completion) {
   std::lock_guard<std::mutex> l(mu_);
@@ -20,22 +16,31 @@ void Metrics::phases(double encode_s, double prefill_s, double decode_s) {
 }
 
 namespace {
-// Paths come from clients: only known routes are named, anything else is "other" (bounded labels).
-std::string route_label(const std::string& p) {
-  for (const char* known : {"/v1/chat/completions", "/v1/models", "/health", "/metrics"})
-    if (p == known) return p;
+// Paths come from clients: only known routes are named, anything else is "other", grouped when
+// it is counted (a client sending ever new paths must not grow the table).
+const char* route_label(const std::string& p) {
+  for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/detokenize", "/health", "/metrics"})
+    if (p == known) return known;
   return "other";
 }
 }  // namespace
+
+void Metrics::request(const std::string& path, int status) {
+  std::lock_guard<std::mutex> l(mu_);
+  ++requests_[{route_label(path), status}];
+}
+
+size_t Metrics::series() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return requests_.size();
+}
 
 std::string Metrics::render(const Gauges& g) const {
   std::lock_guard<std::mutex> l(mu_);
   std::ostringstream o;
   o.precision(9);
   o << "# HELP ckjit_requests_total HTTP requests by route and status.\n# TYPE ckjit_requests_total counter\n";
-  std::map<std::pair<std::string, int>, uint64_t> by_route;
-  for (const auto& [k, n] : requests_) by_route[{route_label(k.first), k.second}] += n;
-  for (const auto& [k, n] : by_route) o << "ckjit_requests_total{path=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << "\n";
+  for (const auto& [k, n] : requests_) o << "ckjit_requests_total{path=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << "\n";
   o << "# HELP ckjit_prompt_tokens_total Prompt rows prefilled (text tokens and image rows).\n# TYPE ckjit_prompt_tokens_total counter\n"
     << "ckjit_prompt_tokens_total " << prompt_tokens_ << "\n";
   o << "# HELP ckjit_completion_tokens_total Tokens generated.\n# TYPE ckjit_completion_tokens_total counter\n"

@@ -11,7 +11,8 @@ namespace ckjit::serve {
 
 class Metrics {
  public:
-  void request(const std::string& path, int status);
+  void request(const std::string& path, int status);  // counted under the route's name, or "other"
+  size_t series() const;                               // (route, status) pairs counted so far
   void tokens(int64_t prompt, int64_t completion);
   void phases(double encode_s, double prefill_s, double decode_s);
 
@@ -24,7 +25,7 @@ class Metrics {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (path, status) -> count
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route label, status) -> count
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   double encode_s_ = 0, prefill_s_ = 0, decode_s_ = 0;
 };

@@ -1,13 +1,19 @@
 #include "tools/serve/openai_request.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstdlib>
+
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "graph/bridge.h"
 #include "include/ckjit.h"
+#include "tools/serve/json_body.h"
 
 namespace ckjit::serve {
 
@@ -94,6 +100,48 @@ std::optional<std::string> response_format_schema(const json& rf) {
   return js.contains("schema") ? js["schema"].dump() : std::string("{}");
 }
 
+// A local image: only a regular file under the root once links and '..' are resolved, opened
+// without blocking (a FIFO or device never holds a worker) and no bigger than a body. A path
+// outside the root and one that does not exist get the same answer, so neither is probed.
+std::string read_local_image(const std::string& path, const RequestLimits& limits) {
+  if (limits.local_image_root.empty())
+    throw HttpError(403, "invalid_request_error", "local_images_disabled",
+                    "local image paths are refused (start the server with --allow-local-images DIR)");
+  const std::string& root = limits.local_image_root;
+  const std::string not_here = "no readable image file '" + path + "' under the server's image folder";
+  char* real_c = ::realpath(path.c_str(), nullptr);
+  const std::string real = real_c ? real_c : "";
+  std::free(real_c);
+  const bool under = !real.empty() && real.size() > root.size() && real.compare(0, root.size(), root) == 0 &&
+                     (root.back() == '/' || real[root.size()] == '/');
+  if (!under) throw HttpError(403, "invalid_request_error", "local_image_refused", not_here);
+  // O_NOFOLLOW: a link swapped in after realpath is refused, not followed out of the root.
+  const int fd = ::open(real.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) throw HttpError(403, "invalid_request_error", "local_image_refused", not_here);
+  struct stat sb {};
+  std::string bytes;
+  const bool regular = ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+  const size_t cap = limits.max_local_image_bytes;
+  if (regular && size_t(sb.st_size) <= cap) {
+    bytes.resize(size_t(sb.st_size));
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += size_t(n);
+    }
+    bytes.resize(got);
+  }
+  ::close(fd);
+  if (!regular) throw HttpError(403, "invalid_request_error", "local_image_refused", not_here + " (not a regular file)");
+  if (size_t(sb.st_size) > cap)
+    bad("the image file '" + path + "' is " + std::to_string(sb.st_size) + " bytes, above the server's limit of " + std::to_string(cap) +
+            " (--max-body-mb)",
+        "image_too_large");
+  return bytes;
+}
+
 }  // namespace
 
 std::string decode_base64(std::string_view text) {
@@ -144,12 +192,17 @@ std::string resolve_image_url(std::string_view url, const RequestLimits& limits)
   if (url.substr(0, 7) == "file://") path = std::string(url.substr(7));
   else if (!url.empty() && url[0] == '/') path = std::string(url);
   else bad("image_url must be a data: URI (http(s) URLs are not fetched)", "invalid_image");
-  if (!limits.allow_local_images)
-    throw HttpError(403, "invalid_request_error", "local_images_disabled",
-                    "local image paths are refused (start the server with --allow-local-images)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad("cannot read the image file '" + path + "'", "invalid_image");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return read_local_image(path, limits);
+}
+
+std::string canonical_image_root(const std::string& dir) {
+  char* real = ::realpath(dir.c_str(), nullptr);
+  struct stat sb {};
+  const bool ok = real && ::stat(real, &sb) == 0 && S_ISDIR(sb.st_mode);
+  std::string out = real ? real : "";
+  std::free(real);
+  if (!ok) throw std::runtime_error("--allow-local-images: '" + dir + "' is not a folder (give the folder whose images clients may name)");
+  return out;
 }
 
 const std::vector<FieldRule>& chat_request_fields() {
@@ -215,12 +268,7 @@ std::vector<std::pair<int32_t, float>> logit_bias_of(const json& lb) {
 
 namespace {
 
-json parse_body(std::string_view body) {
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) bad("the body is not valid JSON", "invalid_json");
-  if (!j.is_object()) bad("the body must be a JSON object");
-  return j;
-}
+json parse_body(std::string_view body) { return parse_json_body(body); }
 
 void check_fields(const json& j, const std::vector<FieldRule>& rules) {
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -248,7 +296,10 @@ void parse_generation_fields(const json& j, ChatRequest& r, const RequestLimits&
   if (given(j, "repeat_last_n")) r.repeat_last_n = int(integer(j, "repeat_last_n", 0, 1 << 16));
   if (given(j, "logit_bias")) r.logit_bias = logit_bias_of(j["logit_bias"]);
   if (given(j, "n")) r.n = int(integer(j, "n", 1, limits.max_choices));
-  if (given(j, "user") && !j["user"].is_string()) bad("'user' must be a string");
+  if (given(j, "user")) {
+    if (!j["user"].is_string()) bad("'user' must be a string");
+    r.user = j["user"].get<std::string>();
+  }
   if (given(j, "grammar")) {  // llama-server's: a GBNF grammar
     if (!j["grammar"].is_string()) bad("'grammar' must be a string (GBNF)");
     r.grammar = j["grammar"].get<std::string>();

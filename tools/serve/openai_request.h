@@ -48,12 +48,16 @@ struct ChatRequest {
   bool logprobs = false;      // each token's log probability (chat: logprobs: true; text: logprobs: k)
   int top_logprobs = 0;       // and the k most likely tokens at each step
   int image_min_tokens = 8, image_max_tokens = 4096;  // rows per image: the server's, or the request's (an extension)
+  std::string user;  // OpenAI's end-user id: with --no-cache-sharing, the scope of what is reused
 };
 
 struct RequestLimits {
   int default_max_tokens = 256;
   int max_tokens_limit = 4096;
-  bool allow_local_images = false;
+  // --allow-local-images DIR, resolved (realpath) at start: file:// URLs and absolute paths are read
+  // only when they name a regular file under it after every link and '..' is resolved; empty: 403.
+  std::string local_image_root;
+  size_t max_local_image_bytes = size_t(32) << 20;  // --max-body-mb: a file is no bigger than a body
   int64_t max_image_pixels = int64_t(4096) * 4096;
   size_t max_images = 16;
   int max_choices = 16;                               // most 'n'
@@ -82,5 +86,9 @@ std::string decode_base64(std::string_view text);
 
 // The bytes of an image_url: a data:image/...;base64 URI, or (allowed only) a file:// URL or path.
 std::string resolve_image_url(std::string_view url, const RequestLimits& limits);
+
+// The canonical form of an --allow-local-images folder (throws std::runtime_error naming the flag
+// when it is no directory).
+std::string canonical_image_root(const std::string& dir);
 
 }  // namespace ckjit::serve

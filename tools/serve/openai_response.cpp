@@ -112,6 +112,15 @@ json error_json(const std::string& message, const std::string& type, const std::
   return {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
 }
 
+json internal_error_json(const char* cause) {
+  // The cause (a library's exception text) goes to the log only; the client gets an id to quote.
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t id = counter.fetch_add(1) + 1;
+  std::fprintf(stderr, "ckjit serve: internal error #%llu: %s\n", (unsigned long long)id, cause);
+  std::fflush(stderr);
+  return error_json("internal error #" + std::to_string(id) + " (the server's log names the cause)", "server_error", "internal");
+}
+
 std::string error_type_for(int status) {
   if (status == 401) return "authentication_error";
   if (status == 404) return "not_found_error";

@@ -55,6 +55,8 @@ struct ModelMeta {
 };
 nlohmann::json models_json(const std::string& model, int64_t created, const ModelMeta& meta = {});
 nlohmann::json error_json(const std::string& message, const std::string& type, const std::string& code);
+// A 500's body: "internal error #N" for the client, the cause with N on the server's stderr.
+nlohmann::json internal_error_json(const char* cause);
 // The error type OpenAI uses for an HTTP status.
 std::string error_type_for(int status);
 

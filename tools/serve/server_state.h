@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "include/ckjit.h"
 #include "tools/serve/image_cache.h"
@@ -25,12 +26,18 @@ struct ServerOptions {
   int http_threads = 0;  // 0: enough for the sessions and a queue
   int max_queue = 0;     // requests waiting for a session beyond which new ones get 503 (0: 4 x parallel)
   int timeout_s = 600;   // socket read / write timeout (llama-server's default)
+  int request_timeout_s = 30;  // one request's headers and body, from its first byte
   int drain_s = 8;       // SIGTERM / first SIGINT: how long requests in flight may take to finish (0: cut at once);
                          // below Docker's 10 s stop timeout
   bool use_profile = true;
+  bool no_cache_sharing = false;  // prompt rows and encoded images reused only within one 'user'
+
   std::string max_isa;
   std::string vision_precision = "f32";  // ckjit_model_params.vision_precision
   std::string api_key;      // non-empty: Bearer authentication on every route but /health
+  bool api_key_given = false;  // --api-key was given (an empty one is an error, not "no auth")
+  bool no_api_key_ok = false;  // a non-loopback --host without a key is refused unless this is set
+  std::vector<std::string> hosts;  // Host names answered ("*": any); empty: loopback names on a loopback --host
   std::string cors_origin;  // non-empty: CORS headers for this origin ("*": any)
   RequestLimits limits;
 };

@@ -27,6 +27,13 @@ void Lease::remember(std::string signature) {
   pool_->signature_[size_t(it - pool_->all_.begin())] = std::move(signature);
 }
 
+std::string Lease::remembered() const {
+  if (!pool_ || !s_) return "";
+  std::lock_guard<std::mutex> l(pool_->mu_);
+  const auto it = std::find(pool_->all_.begin(), pool_->all_.end(), s_);
+  return pool_->signature_[size_t(it - pool_->all_.begin())];
+}
+
 SessionPool::SessionPool(ckjit_model* model, int n, const ckjit_session_params& params) {
   for (int i = 0; i < n; ++i) {
     ckjit_session* s = nullptr;

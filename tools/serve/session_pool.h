@@ -28,6 +28,7 @@ class Lease {
   ckjit_session* get() const { return s_; }
   // What the session holds now (a prompt's signature: image keys and text), for later acquires.
   void remember(std::string signature);
+  std::string remembered() const;  // what the last remember() put there
   explicit operator bool() const { return s_ != nullptr; }
 
  private:

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/serve/json_body.h"
 #include "tools/serve/openai_response.h"
 #include "tools/serve/server_state.h"
 
@@ -10,13 +11,9 @@ namespace ckjit::serve {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
-json body_of(const httplib::Request& req) {
-  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw HttpError(400, "invalid_request_error", "invalid_json", "the body must be a JSON object");
-  return j;
-}
+json body_of(const httplib::Request& req) { return parse_json_body(req.body); }
 
 bool flag(const json& j, const char* key, bool fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
