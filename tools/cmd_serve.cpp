@@ -75,7 +75,7 @@ static int serve_main(const std::vector<std::string>& args) {
   if (vm.count("hosts")) {
     std::stringstream list(vm["hosts"].as<std::string>());
     for (std::string h; std::getline(list, h, ',');)
-      if (!h.empty()) o.hosts.push_back(h);
+      if (const size_t a = h.find_first_not_of(" \t"); a != std::string::npos) o.hosts.push_back(h.substr(a, h.find_last_not_of(" \t") - a + 1));
   }
   if (vm.count("api-key-file")) {
     std::ifstream in(vm["api-key-file"].as<std::string>());

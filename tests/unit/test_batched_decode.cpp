@@ -67,7 +67,7 @@ std::vector<Mix> mixes() {
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("batched decode: each sequence's logits are byte-identical alone and in steps of 1, 3 and 8 at any position") {
+TEST_CASE("batched decode: each sequence's logits are byte-identical alone and in steps of 1 / 3 and 8 at any position") {
   const topo::Isa cpu = jit::runtime_isa();  // the CPU under CKJIT_MAX_ISA
   std::vector<std::string> caps;
   for (jit::IsaPath p : {jit::IsaPath::Avx2, jit::IsaPath::Avx512, jit::IsaPath::Amx})

@@ -17,7 +17,7 @@ using namespace ckjit::graph;
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("bridge: image rows between vision_start and vision_end, positions as llama.cpp's mtmd") {
+TEST_CASE("bridge: image rows between vision_start and vision_end / positions as llama.cpp's mtmd") {
   const tok::Tokenizer tk(tokfix::qwen3_vocab());
   const int64_t E = 8, DS = 2;
   std::vector<float> rows(12 * E * (1 + DS));
@@ -81,7 +81,7 @@ TEST_CASE("bridge: without a marker the images go in front of the user text so t
   CHECK(t.rfind("<|im_start|>user\n<__media__>Read the page.<|im_end|>", 0) != std::string::npos);
 }
 
-TEST_CASE("bridge: a mixed text + image prefix prefills as one batch; deepstack slices reach the model") {
+TEST_CASE("bridge: a mixed text + image prefix prefills as one batch - deepstack slices reach the model") {
   tinymodel::Spec s;
   s.vocab = &tokfix::qwen3_vocab();
   s.n_vocab = 151936;

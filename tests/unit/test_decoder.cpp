@@ -130,7 +130,7 @@ TEST_CASE("layer ops: rms_norm matches a double-precision reference") {
   for (int i = 0; i < 300; ++i) CHECK(y[i] == doctest::Approx(x[i] * inv * w[i]).epsilon(1e-6));
 }
 
-TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector, in place or not, for 1..9 vectors") {
+TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector / in place or not / for 1..9 vectors") {
   std::mt19937 rng(4);
   std::normal_distribution<float> nd;
   const int64_t n = 128, ld = 136;
@@ -150,7 +150,7 @@ TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector, i
   }
 }
 
-TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k, k+64) and leaves llama.cpp's e pairs alone") {
+TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k / k+64) and leaves llama.cpp's e pairs alone") {
   const int32_t sec[4] = {24, 20, 20, 0};
   Rope rope(128, 5e6f, sec);
   const int64_t pos = 1000;

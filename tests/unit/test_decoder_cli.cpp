@@ -48,7 +48,7 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("ckjit run: streams text, ends with a timing line, dumps one logits row per step") {
+TEST_CASE("ckjit run: streams text / ends with a timing line / dumps one logits row per step") {
   const auto& f = files();
   const fs::path dump = f.dir / "greedy.f32";
   CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'Hello world' -n 5 -t 2 --ignore-eos --dump-logits " + q(dump));
@@ -76,7 +76,7 @@ TEST_CASE("ckjit run: --force feeds the given ids and dumps one row per forced i
   CHECK(fs::file_size(dump) == 6u * 151936u * 4u);
 }
 
-TEST_CASE("ckjit run: under every CKJIT_MAX_ISA this CPU runs, every weight takes that path's JIT kernels") {
+TEST_CASE("ckjit run: under every CKJIT_MAX_ISA this CPU runs / every weight takes that path's JIT kernels") {
   const auto& f = files();
   const topo::Isa cpu = topo::detect_isa();
   int ran = 0;
@@ -164,7 +164,7 @@ TEST_CASE("ckjit run: a closed stdout (a pipe whose reader left) ends the run qu
   CHECK(log.find("error") == std::string::npos);  // no message: the reader chose to stop
 }
 
-TEST_CASE("ckjit run: a model file truncated while it is mapped ends the run with a clear message, not a bus-error crash") {
+TEST_CASE("ckjit run: a model file truncated while it is mapped ends the run with a clear message / not a bus-error crash") {
 #if defined(__SANITIZE_ADDRESS__)
   CKJIT_SKIP("AddressSanitizer takes SIGBUS itself (its report replaces ckjit's message)");
 #endif

@@ -33,7 +33,7 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("ckjit run uses the tuned profile's plans when one matches, the cost model with --no-profile") {
+TEST_CASE("ckjit run uses the tuned profile's plans when one matches / the cost model with --no-profile") {
   const fs::path dir = fs::temp_directory_path() / ("ckjit_plans_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "cache");

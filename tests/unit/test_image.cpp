@@ -41,7 +41,7 @@ std::vector<uint8_t> png(int w, int h, int comp) {
 
 TEST_SUITE("image") {
 
-TEST_CASE("image: PNG, BMP and JPEG decode to RGB; grey and RGBA are converted") {
+TEST_CASE("image: PNG / BMP and JPEG decode to RGB - grey and RGBA are converted") {
   for (int comp : {1, 2, 3, 4}) {
     CAPTURE(comp);
     const Rgb8 img = decode(png(7, 5, comp), "t.png");
@@ -161,7 +161,7 @@ TEST_CASE("image: fuzzer findings stay fixed (tests/fixtures/hostile-images)") {
   CHECK(ok.width == 640);
 }
 
-TEST_CASE("image: the JPEG table check passes progressive, restart-marker and padded files") {
+TEST_CASE("image: the JPEG table check passes progressive / restart-marker and padded files") {
   // tests/fixtures/jpeg-variants: one crop written by jpegtran as baseline, progressive and with a
   // restart marker after every MCU, plus stray zero bytes after the first header segment (which
   // stb skips). The check must let each through, and the coefficients are the same, so the pixels are.
@@ -211,7 +211,7 @@ TEST_CASE("preprocess: target sizes follow llama.cpp's smart resize") {
   CHECK_THROWS_AS(plan_resize(10, 10, budget), Error);
 }
 
-TEST_CASE("preprocess: bilinear resize, black padding and normalisation") {
+TEST_CASE("preprocess: bilinear resize / black padding and normalisation") {
   Rgb8 img;
   img.width = 3;
   img.height = 2;

@@ -37,7 +37,7 @@ std::string outcome(const std::string& file) {
 
 TEST_SUITE("image") {
 
-TEST_CASE("image TIFF: 8-bit RGB in every compression libtiff writes, 16-bit and grey decode to the written pixels") {
+TEST_CASE("image TIFF: 8-bit RGB in every compression libtiff writes / 16-bit and grey decode to the written pixels") {
   const int w = 37, h = 23;
   const std::vector<uint8_t> px = pattern(w, h, 1);
   for (uint16_t comp : {uint16_t(1), uint16_t(5), uint16_t(8), uint16_t(32773)}) {
@@ -64,7 +64,7 @@ TEST_CASE("image TIFF: 8-bit RGB in every compression libtiff writes, 16-bit and
   CHECK(all_grey);
 }
 
-TEST_CASE("image TIFF: every page of a multi-page file, each in its own size, a page past the last is an error") {
+TEST_CASE("image TIFF: every page of a multi-page file / each in its own size / a page past the last is an error") {
   const std::vector<TiffPage> pages = {{40, 30, pattern(40, 30, 1), 5}, {17, 61, pattern(17, 61, 2), 8}, {64, 8, pattern(64, 8, 3), 1}};
   const std::string f = image_test::make_tiff(pages);
   const Header hd = read_header(bytes_of(f), "scan.tif");
@@ -87,7 +87,7 @@ TEST_CASE("image TIFF: every page of a multi-page file, each in its own size, a 
                        ckjit::Error);
 }
 
-TEST_CASE("image TIFF: a header claiming a huge page is refused before decoding, cut and damaged files are errors") {
+TEST_CASE("image TIFF: a header claiming a huge page is refused before decoding / cut and damaged files are errors") {
   std::string f = image_test::make_tiff({TiffPage{20, 20, pattern(20, 20, 4), 5}});
   CHECK(outcome(f).empty());
   // Every cut: an error naming the image, or (cut only in padding) the image.
@@ -120,7 +120,7 @@ TEST_CASE("image TIFF: a header claiming a huge page is refused before decoding,
   CHECK(outcome(huge).find("f: image header claims 100000 x 100000 pixels") != std::string::npos);
 }
 
-TEST_CASE("image WebP: lossless exactly, lossy closely, alpha dropped, an animation's first frame, cut files are errors") {
+TEST_CASE("image WebP: lossless exactly / lossy closely / alpha dropped / an animation's first frame / cut files are errors") {
   const int w = 33, h = 21;
   const std::vector<uint8_t> px = pattern(w, h, 5);
   const std::string lossless = image_test::make_webp_lossless(px, w, h);
@@ -155,7 +155,7 @@ TEST_CASE("image WebP: lossless exactly, lossy closely, alpha dropped, an animat
     }
 }
 
-TEST_CASE("image: TIFF and WebP sniffed in both byte orders and BigTIFF, a format still unread is named") {
+TEST_CASE("image: TIFF and WebP sniffed in both byte orders and BigTIFF / a format still unread is named") {
   auto sniff = [](const std::string& s) { return sniff_format(bytes_of(s)); };
   CHECK(sniff(std::string("II*\0", 4)) == Format::Tiff);
   CHECK(sniff(std::string("MM\0*", 4)) == Format::Tiff);

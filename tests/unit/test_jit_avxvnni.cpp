@@ -62,7 +62,7 @@ constexpr TensorType kWeightTypes[] = {TensorType::Q4_K, TensorType::Q5_K, Tenso
 }  // namespace
 
 TEST_SUITE("jit") {
-  TEST_CASE("avxvnni specs: text form, encoding key, ymm register budget, path order") {
+  TEST_CASE("avxvnni specs: text form / encoding key / ymm register budget / path order") {
     KernelSpec s = vnni_spec(TensorType::Q6_K, Op::Gemm, 3, 1, 512, VnniEncoding::Evex);
     CHECK(s.to_string().find("isa=avxvnni") != std::string::npos);
     CHECK(s.to_string().find(",enc=evex") != std::string::npos);
@@ -141,7 +141,7 @@ TEST_SUITE("jit") {
     CHECK(r.output.find("enc=vex") != std::string::npos);
   }
 
-  TEST_CASE("Q4_K avxvnni GEMM, GEMV, residual and SwiGLU equal their scalar twins") {
+  TEST_CASE("Q4_K avxvnni GEMM / GEMV / residual and SwiGLU equal their scalar twins") {
     const std::vector<VnniEncoding> encodings = runnable_encodings();
     if (encodings.empty()) CKJIT_SKIP(kNoVnni);
     for (VnniEncoding enc : encodings) {
@@ -166,7 +166,7 @@ TEST_SUITE("jit") {
     }
   }
 
-  TEST_CASE("Q5_K, Q6_K and Q8_0 avxvnni GEMM, GEMV, residual and SwiGLU equal their scalar twins") {
+  TEST_CASE("Q5_K / Q6_K and Q8_0 avxvnni GEMM / GEMV / residual and SwiGLU equal their scalar twins") {
     const std::vector<VnniEncoding> encodings = runnable_encodings();
     if (encodings.empty()) CKJIT_SKIP(kNoVnni);
     for (VnniEncoding enc : encodings)

@@ -86,7 +86,7 @@ TEST_SUITE("jit") {
     CHECK_THROWS_AS(repack_q4_K(one.data(), 1, 256, 12, 1), Error);
   }
 
-  TEST_CASE("the SIMD repacks write the scalar walk's bytes, padding and partial panels included") {
+  TEST_CASE("the SIMD repacks write the scalar walk's bytes / padding and partial panels included") {
     auto same = [](const PackedWeights& a, const PackedWeights& b) {
       return a.bytes() == b.bytes() && std::memcmp(a.data.get(), b.data.get(), size_t(a.bytes())) == 0;
     };

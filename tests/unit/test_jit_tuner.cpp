@@ -173,7 +173,7 @@ TEST_CASE("ckjit tune measures with the JIT kernels by default and writes a prof
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
-TEST_CASE("model shapes come from blk.0's weights: prefill GEMMs, decode GEMVs, gate+up fused") {
+TEST_CASE("model shapes come from blk.0's weights: prefill GEMMs / decode GEMVs / gate+up fused") {
   std::string dir = temp_dir();
   write_small_model(dir + "/m.gguf");
   auto f = gguf::GgufFile::open(dir + "/m.gguf");

@@ -13,7 +13,7 @@ using namespace ckjit;
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("run_planned covers the output once with the plan's tiles, for any split, order and thread count") {
+TEST_CASE("run_planned covers the output once with the plan's tiles / for any split / order and thread count") {
   Workers pool(2);
   for (SplitAxis split : {SplitAxis::n, SplitAxis::m})
     for (LoopOrder order : {LoopOrder::n_k_m, LoopOrder::m_n_k})

@@ -147,7 +147,7 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
 // own order), but its two implementations each keep their bits: the AMX tiles (matmuls and
 // attention) for any thread count, the f32 FMA fallback for any cap below AMX and any thread count; both within cosine
 // 0.999 of the f32 rows (the 2b page: 0.99998, perf/RESULTS.md) and not equal to them.
-TEST_CASE("bf16 vision precision: each implementation's bits for every cap and thread count, within tolerance of f32") {
+TEST_CASE("bf16 vision precision: each implementation's bits for every cap and thread count / within tolerance of f32") {
   const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_bf16_" + std::to_string(getpid()));
   fs::create_directories(dir);
   REQUIRE(run_ckjit("synth -q --preset tiny --seed 8 --name v --out '" + dir.string() + "'").status == 0);

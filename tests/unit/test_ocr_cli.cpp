@@ -183,7 +183,7 @@ TEST_CASE("ckjit ocr: a folder of images and PDFs / one record per page in order
   CHECK(ocr_test::read_file(out) == before);
 }
 
-TEST_CASE("ckjit ocr --parallel: pages generated together give the records of one at a time, in page order") {
+TEST_CASE("ckjit ocr --parallel: pages generated together give the records of one at a time / in page order") {
   const Corpus& c = corpus();
   for (int np : {2, 4}) {
     CAPTURE(np);
@@ -416,7 +416,7 @@ TEST_CASE("ckjit ocr: a journal inside the input folder and hidden files are lef
   CHECK(records(dir / "out.jsonl").size() == 1);
 }
 
-TEST_CASE("ckjit ocr: every page of a TIFF and a WebP (still, animated) are read, each page as the same pixels in a BMP reads") {
+TEST_CASE("ckjit ocr: every page of a TIFF and a WebP (still / animated) are read / each page as the same pixels in a BMP reads") {
   const Corpus& c = corpus();
   const fs::path dir = c.out("tiff_webp"), same = c.out("tiff_webp_as_bmp");
   fs::create_directories(dir), fs::create_directories(same);

@@ -24,7 +24,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST_SUITE("profile") {
 
-TEST_CASE("op profile: sums per phase, op and layer and one machine line per phase") {
+TEST_CASE("op profile: sums per phase / op and layer and one machine line per phase") {
   OpProfile p;
   p.set_phase(Phase::image_prefill);
   p.add_rows(Phase::image_prefill, 9);
@@ -52,7 +52,7 @@ TEST_CASE("op profile: sums per phase, op and layer and one machine line per pha
   CHECK(r.find("encode") == std::string::npos);  // phases without ops are left out
 }
 
-TEST_CASE("op timer: records the time of its scope, nothing without a profile") {
+TEST_CASE("op timer: records the time of its scope / nothing without a profile") {
   OpProfile p;
   p.set_phase(Phase::encode);
   {

@@ -137,22 +137,22 @@ bool process_runs(jit::IsaPath p) { return jit::isa_runs(p, jit::runtime_isa());
 
 TEST_SUITE("pair") {
 
-TEST_CASE("pair: capped at avx2, the tuned plans run and the logits are the floor's") {
+TEST_CASE("pair: capped at avx2 / the tuned plans run and the logits are the floor's") {
   check_cap(jit::IsaPath::Avx2);
 }
 
-TEST_CASE("pair: capped at avxvnni, the tuned plans run and the logits are the avx2 floor's") {
+TEST_CASE("pair: capped at avxvnni / the tuned plans run and the logits are the avx2 floor's") {
   if (!process_runs(jit::IsaPath::AvxVnni) || jit::IsaTarget::resolve("avxvnni").best() != jit::IsaPath::AvxVnni)
     CKJIT_SKIP("AVX-VNNI not usable here (or capped by CKJIT_MAX_ISA)");
   check_cap(jit::IsaPath::AvxVnni);
 }
 
-TEST_CASE("pair: capped at avx512, the tuned plans run and the logits are the avx2 floor's") {
+TEST_CASE("pair: capped at avx512 / the tuned plans run and the logits are the avx2 floor's") {
   if (!process_runs(jit::IsaPath::Avx512)) CKJIT_SKIP("AVX-512 VNNI not usable here (or capped by CKJIT_MAX_ISA)");
   check_cap(jit::IsaPath::Avx512);
 }
 
-TEST_CASE("pair: capped at amx, the tuned plans run and the logits are the avx2 floor's") {
+TEST_CASE("pair: capped at amx / the tuned plans run and the logits are the avx2 floor's") {
   if (!process_runs(jit::IsaPath::Amx)) CKJIT_SKIP("AMX not usable here (or capped by CKJIT_MAX_ISA)");
   check_cap(jit::IsaPath::Amx);
 }
@@ -167,7 +167,7 @@ TEST_CASE("pair: a bad max_isa is an invalid argument named in the library's ter
   }
 }
 
-TEST_CASE("pair: without an mmproj path, the one projector beside the model is taken and named") {
+TEST_CASE("pair: without an mmproj path / the one projector beside the model is taken and named") {
   pair::LoadOptions lo;
   lo.model_path = files().model;
   lo.threads = 1;
@@ -230,7 +230,7 @@ TEST_CASE("pair: no projector or several beside the model are errors that list w
   }
 }
 
-TEST_CASE("pair: images are placed at the text's markers, else where they were added") {
+TEST_CASE("pair: images are placed at the text's markers / else where they were added") {
   pair::Prompt p;
   p.add_text("Read ");
   p.add_image(std::make_shared<vision::ImageEmbedding>());

@@ -27,7 +27,7 @@ std::vector<uint64_t> keys_of(const RenderedPrompt& r) {
 }  // namespace
 
 TEST_SUITE("pair") {
-TEST_CASE("prompt cache: reusable rows stop at a difference, the rows held, the last row and one-row chunk changes") {
+TEST_CASE("prompt cache: reusable rows stop at a difference / the rows held / the last row and one-row chunk changes") {
   PromptCache c;
   const RenderedPrompt a = ids(8);
   c.remember(keys_of(a));

@@ -25,14 +25,14 @@ std::set<int32_t> ids(const std::vector<Candidate>& c) {
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("sampler: greedy is the argmax, ties to the lowest id") {
+TEST_CASE("sampler: greedy is the argmax / ties to the lowest id") {
   std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
   SamplerParams p;  // temp 0
   Sampler s(p, 5);
   CHECK(s.sample(l.data()) == 1);
 }
 
-TEST_CASE("sampler: same seed, same tokens; other seed, other tokens") {
+TEST_CASE("sampler: same seed / same tokens - other seed / other tokens") {
   std::vector<float> l(1000);
   for (size_t i = 0; i < l.size(); ++i) l[i] = std::sin(float(i) * 0.37f) * 2.0f;
   SamplerParams p;
@@ -97,7 +97,7 @@ TEST_CASE("sampler: repetition penalty divides positive and multiplies negative 
   CHECK(s.sample(l2.data()) == 3);
 }
 
-TEST_CASE("sampler: frequency and presence penalties subtract per occurrence and once, after the repetition penalty") {
+TEST_CASE("sampler: frequency and presence penalties subtract per occurrence and once / after the repetition penalty") {
   std::vector<float> l = {2.0f, -1.0f, 3.0f, 1.0f};
   std::vector<int32_t> recent = {0, 1, 0, 0};
   sampling::penalties(l, recent, 2.0f, 0.5f, 0.25f);

@@ -59,7 +59,7 @@ topo::Isa simulated_amx() {
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("isa order: amx, avx512, avxvnni, avx2 filtered by what the CPU runs; below AVX2 is an error") {
+TEST_CASE("isa order: amx / avx512 / avxvnni / avx2 filtered by what the CPU runs - below AVX2 is an error") {
   CHECK(jit::isa_paths(simulated_amx()) ==
         std::vector<jit::IsaPath>{jit::IsaPath::Amx, jit::IsaPath::Avx512, jit::IsaPath::Avx2});
   topo::Isa avx2 = topo::cap_isa(simulated_amx(), "avx2");
@@ -100,7 +100,7 @@ TEST_CASE("every weight of every type gets a JIT kernel under every cap this CPU
   }
 }
 
-TEST_CASE("--no-jit runs the scalar reference, and the model says so") {
+TEST_CASE("--no-jit runs the scalar reference / and the model says so") {
   gguf::GgufFile f = make_file(tinymodel::Spec{});
   Workers pool(1);
   ModelOptions o;
@@ -201,7 +201,7 @@ TEST_CASE("an embedding row equal to a token's embedding gives that token's logi
   CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("positions are data: the same rows at other positions change the logits, the KV slot does not") {
+TEST_CASE("positions are data: the same rows at other positions change the logits / the KV slot does not") {
   gguf::GgufFile f = make_file(tinymodel::Spec{});
   Workers pool(2);
   const TextModel model(f, ModelOptions{}, pool);
@@ -253,7 +253,7 @@ TEST_CASE("deepstack slices are added after the first layers at the rows that ca
   CHECK_THROWS_WITH_AS(se.decode(b), doctest::Contains("no deepstack layers"), Error);
 }
 
-TEST_CASE("bad batches are errors: empty, full context, no token and no embedding") {
+TEST_CASE("bad batches are errors: empty / full context / no token and no embedding") {
   gguf::GgufFile f = make_file(tinymodel::Spec{});
   Workers pool(1);
   const TextModel model(f, ModelOptions{}, pool);

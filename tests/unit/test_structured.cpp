@@ -94,7 +94,7 @@ TEST_CASE("json schema: strings count characters and accept only valid JSON stri
   CHECK_FALSE(accepts(d, R"("\x")"));          // an unknown escape
 }
 
-TEST_CASE("json schema: numbers, enum, const, anyOf, arrays and references") {
+TEST_CASE("json schema: numbers / enum / const / anyOf / arrays and references") {
   const Dfa n = compile_json_schema(R"({"type":"number"})");
   for (const char* ok : {"0", "-0.5", "12e3", "1.25E-2", "9999999999999999"}) CHECK(accepts(n, ok));
   for (const char* bad : {"+1", ".5", "1.", "1e", "--1", "99999999999999999"}) CHECK_FALSE(accepts(n, bad));
@@ -141,7 +141,7 @@ TEST_CASE("json schema: what is outside the subset is an error naming the keywor
   CHECK(error_of(deep.c_str()).find("nested deeper") != std::string::npos);
 }
 
-TEST_CASE("json schema: keywords imply their type, enum values keep the schema's type, and $ref unescapes ~0 and ~1") {
+TEST_CASE("json schema: keywords imply their type / enum values keep the schema's type / and $ref unescapes ~0 and ~1") {
   const Dfa items = compile_json_schema(R"({"minItems":2})");
   CHECK_FALSE(accepts(items, "[]"));
   CHECK(accepts(items, "[1,\"a\"]"));

@@ -386,7 +386,7 @@ TEST_CASE("variants with head_dim != E over Hq and untied output and Q5_K and Q8
   CHECK(mm.tensor("mm.0.weight").type.type == TensorType::Q8_0);
 }
 
-TEST_CASE("chain model: output row perm(x) is token_embd row x for one random cycle perm, small residual updates") {
+TEST_CASE("chain model: output row perm(x) is token_embd row x for one random cycle perm / small residual updates") {
   // random_cycle is one cycle through all ids (Sattolo), so a chain never repeats within V steps.
   const std::vector<int32_t> p = ckjit::synth::random_cycle(1000, 42);
   std::vector<bool> seen(p.size(), false);

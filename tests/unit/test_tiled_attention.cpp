@@ -70,7 +70,7 @@ float f16r(float x) { return quant::f16_to_f32(quant::f32_to_f16(x)); }
 
 TEST_SUITE("decoder") {
 
-TEST_CASE("tiled attention: matches a naive double softmax (head dims 64 / 128, GQA 1 / 2 / 3 / 4, short and long contexts)") {
+TEST_CASE("tiled attention: matches a naive double softmax (head dims 64 / 128 / GQA 1 / 2 / 3 / 4 / short and long contexts)") {
   for (const Case& c : {Case{2, 2, 64, 21}, Case{4, 2, 128, 300}, Case{8, 2, 64, 150}, Case{6, 2, 64, 40}, Case{16, 8, 128, 260}}) {
     CAPTURE(c.n_head);
     CAPTURE(c.head_dim);

@@ -84,7 +84,7 @@ TEST_CASE("cpu list parsing") {
     CHECK_THROWS_AS(parse_cpu_list(bad), ckjit::Error);
 }
 
-TEST_CASE("budget: min(allowed cpus, floor(quota)), at least 1") {
+TEST_CASE("budget: min(allowed cpus / floor(quota)) / at least 1") {
   CHECK(usable_cpu_budget(2, std::nullopt) == 2);
   CHECK(usable_cpu_budget(8, CpuQuota{150000, 100000}) == 1);  // 1.5 CPUs -> 1 thread
   CHECK(usable_cpu_budget(8, CpuQuota{200000, 100000}) == 2);
@@ -112,7 +112,7 @@ TEST_CASE("cgroup v2: an ancestor's quota applies") {
   CHECK(l.cpuset->size() == 8);
 }
 
-TEST_CASE("cgroup v2: garbled files are notes, not failures") {
+TEST_CASE("cgroup v2: garbled files are notes / not failures") {
   auto l = read_cgroup_limits(kCgroups + "/v2_garbled", "0::/x\n");
   CHECK_FALSE(l.quota);
   CHECK_FALSE(l.cpuset);
@@ -170,7 +170,7 @@ TEST_CASE("ISA flags agree with /proc/cpuinfo") {
   CHECK((!isa.amx_usable || isa.amx_tile));
 }
 
-TEST_CASE("AArch64 features from /proc/cpuinfo's Features line, and the neon / dotprod / sve caps") {
+TEST_CASE("AArch64 features from /proc/cpuinfo's Features line / and the neon / dotprod / sve caps") {
   const auto p = parse_proc_cpuinfo_flags("processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 atomics asimddp sve i8mm bf16 sve2\nCPU part\t: 0xd40\n");
   REQUIRE(p.found);
   CHECK(p.isa.asimd);
@@ -217,7 +217,7 @@ TEST_CASE("CKJIT_MAX_ISA caps") {
   CHECK_THROWS_AS(cap_isa(all, "sse9"), ckjit::Error);
 }
 
-TEST_CASE("machine: cores, caches and budget are consistent") {
+TEST_CASE("machine: cores / caches and budget are consistent") {
   Machine m = detect_machine();
   CHECK(m.cores.size() >= 1);
   CHECK(m.logical_cpus() >= int(m.cores.size()));

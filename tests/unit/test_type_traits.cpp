@@ -93,7 +93,7 @@ TEST_SUITE("quants") {
                          doctest::Contains("activation-only"), Error);
   }
 
-  TEST_CASE("type tables: a row's repack + twin, its dequantizer and llama.cpp's dot agree") {
+  TEST_CASE("type tables: a row's repack + twin / its dequantizer and llama.cpp's dot agree") {
     std::mt19937 rng(7);
     const int64_t n = 19, k = 512;  // 19 rows: a partial panel on both panel widths
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);

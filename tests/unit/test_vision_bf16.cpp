@@ -42,7 +42,7 @@ bool amx_bf16_here() {
 
 TEST_SUITE("vision") {
 
-TEST_CASE("AmxBf16Linear: the bf16 product within its rounding, the same bits for any threads and rows") {
+TEST_CASE("AmxBf16Linear: the bf16 product within its rounding / the same bits for any threads and rows") {
   if (!amx_bf16_here()) CKJIT_SKIP("AMX-BF16 cannot run here");
   // n = 70 (a partial last 32-column pair), k = 320 (10 tile steps), m = 70 (a partial 32-row block).
   const int64_t n = 70, k = 320, m = 70;
@@ -121,7 +121,7 @@ TEST_SUITE("vision") {
 // f32 sums, the bf16 weights P and the f32 sums of P V leave ~1e-3 of an output's scale
 // (P in bf16 keeps 8 bits); a wrong key, head, dim or tile row is off by its whole size. Odd
 // shapes: 70 patches (a partial query tile and key pair), head_dim 48 (padded to 64), 3 heads.
-TEST_CASE("AmxBf16Attention: close to exact attention over the bf16 values, the same bits for any threads") {
+TEST_CASE("AmxBf16Attention: close to exact attention over the bf16 values / the same bits for any threads") {
   if (!vision::AmxBf16Attention::runs(jit::runtime_isa())) CKJIT_SKIP("AMX-BF16 cannot run here");
   const int64_t n = 70, H = 3, dh = 48, C = H * dh, ld = 3 * C;
   const auto qkv = test::randn(size_t(n * ld), 77);

@@ -84,7 +84,7 @@ TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair / rows dumped in
   CHECK(q8.status == 0);
 }
 
-TEST_CASE("ckjit run --profile: every phase's ops, their rows, and the same text as without it") {
+TEST_CASE("ckjit run --profile: every phase's ops / their rows / and the same text as without it") {
   const Pair& p = pair();
   const std::string args = "run -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --image " + q(p.image("square-64.png")) +
                            " -p Describe --temp 0 -n 4 --ignore-eos";

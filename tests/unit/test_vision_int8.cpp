@@ -53,7 +53,7 @@ std::vector<float> run(const vision::Int8Linear& lin, const std::vector<float>& 
 
 TEST_SUITE("vision") {
 
-TEST_CASE("Int8Linear: the documented order, from Q8_0 and F16 tensors, whatever the threads and rows") {
+TEST_CASE("Int8Linear: the documented order / from Q8_0 and F16 tensors / whatever the threads and rows") {
   // n = 37 (a partial last panel at both widths), k = 320 (10 blocks), m = 70 (past one 64-row chunk).
   const int64_t n = 37, k = 320, m = 70;
   const auto x = randn(size_t(m * k), 3), r = randn(size_t(m * n), 4);

@@ -165,7 +165,7 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
   }
 }
 
-TEST_CASE("DenseLinear: the avx512 path (16-column panels, 6 x 4 blocks) gives the avx2 path's bits") {
+TEST_CASE("DenseLinear: the avx512 path (16-column panels / 6 x 4 blocks) gives the avx2 path's bits") {
   const topo::Isa isa = jit::runtime_isa();
   if (!jit::isa_runs(jit::IsaPath::Avx512, isa)) CKJIT_SKIP("the avx512 path cannot run here");
   // n = 90: a partial last panel at both widths; k = 2100: K blocks of 700; m = 71: row tails.

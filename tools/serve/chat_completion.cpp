@@ -57,7 +57,9 @@ RenderedRequest render_request(const ChatRequest& r, std::string prompt, bool sc
   RenderedRequest out;
   if (scoped) {
     static std::atomic<uint64_t> anonymous{0};
-    out.scope = (r.user.empty() ? "\x1d#" + std::to_string(anonymous.fetch_add(1)) : "\x1du:" + r.user) + '\x1e';
+    // The user's length first: no name can end where another's scope would.
+    out.scope = (r.user.empty() ? "\x1d#" + std::to_string(anonymous.fetch_add(1))
+                                : "\x1du" + std::to_string(r.user.size()) + ":" + r.user) + '\x1e';
     out.signature = out.scope;
   }
   for (const std::string& bytes : r.images) {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -20,16 +22,18 @@ namespace ckjit::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-enum class Role { Worker, Triage };
+enum class Role { Worker, Triage, Closing };
 thread_local Role t_role = Role::Worker;
-thread_local bool t_stale = false;       // a triage entry that waited too long: closed unanswered
-thread_local bool t_turned_away = false;  // answered 503 (all but /health) by the triage thread
-thread_local bool t_close = false;       // close after this answer
+thread_local bool t_close = false;  // close after this answer
+struct Waiting;
+thread_local std::vector<Waiting>* t_triage = nullptr;  // the triage thread's connections
 
-constexpr auto kTriageWait = std::chrono::milliseconds(500);  // for a new connection's first bytes
-constexpr auto kTriageStale = std::chrono::seconds(2);        // a connection older than this in triage is dropped
-constexpr int kTriageRequestS = 2;                             // the whole request answered in triage
+constexpr auto kFirstBytes = milliseconds(500);  // a new connection's first bytes, in triage
+constexpr auto kHealthRequest = milliseconds(1000);  // a whole /health request, in triage
+constexpr size_t kMaxTriage = 256;  // connections watched at once; past it a 503 at once
+constexpr size_t kPeek = 8192;      // the most of a /health request looked at
 
 bool wait_fd(socket_t fd, short events, int ms) {
   pollfd p{fd, events, 0};
@@ -37,6 +41,11 @@ bool wait_fd(socket_t fd, short events, int ms) {
   do r = ::poll(&p, 1, std::max(ms, 0));
   while (r < 0 && errno == EINTR);
   return r > 0;
+}
+
+int ms_until(Clock::time_point t) {
+  const auto left = std::chrono::duration_cast<milliseconds>(t - Clock::now()).count();
+  return left <= 0 ? 0 : int(std::min<int64_t>(left, 1 << 30));
 }
 
 std::string address_of(const sockaddr_storage& a, int& port) {
@@ -53,25 +62,38 @@ std::string address_of(const sockaddr_storage& a, int& port) {
   return text;
 }
 
-// A socket stream whose reads stop at the request's deadline and whose header bytes are counted.
-// httplib reads headers a byte at a time: a small buffer keeps that off the system calls.
+// A socket stream whose reads stop at the request's deadline, at each read's timeout and when the
+// server stops, and whose header bytes and lines are counted. httplib reads headers a byte at a
+// time: a small buffer keeps that off the system calls.
 class GuardStream final : public httplib::Stream {
  public:
-  GuardStream(socket_t sock, time_t read_s, time_t write_s, const ConnectionLimits& l)
-      : sock_(sock), read_ms_(int(read_s * 1000)), write_ms_(int(write_s * 1000)), limits_(l) {}
+  GuardStream(socket_t sock, time_t read_s, time_t write_s, const ConnectionLimits& l, const std::atomic<socket_t>& listening)
+      : sock_(sock), read_ms_(int(read_s * 1000)), write_ms_(int(write_s * 1000)), limits_(l), listening_(listening) {}
 
   void begin_request(Clock::time_point deadline) {
     deadline_ = deadline;
     in_headers_ = true;
-    header_bytes_ = 0, lines_ = 0, line_len_ = 0;
+    header_bytes_ = 0, lines_ = 0, line_bytes_ = 0, line_starts_cr_ = false;
   }
+  bool failed() const { return failed_; }      // a cap, the deadline or a stop ended a read
+  bool buffered() const { return begin_ < end_; }
 
-  bool is_readable() const override { return begin_ < end_ || wait_fd(sock_, POLLIN, read_wait_ms()); }
+  bool is_readable() const override {
+    if (Clock::now() >= deadline_) return fail();
+    if (begin_ < end_) return true;
+    const auto read_end = Clock::now() + milliseconds(read_ms_);
+    for (;;) {
+      if (listening_ == INVALID_SOCKET) return fail();
+      const int left = std::min(ms_until(deadline_), ms_until(read_end));
+      if (left <= 0) return fail();
+      if (wait_fd(sock_, POLLIN, std::min(left, 100))) return true;
+    }
+  }
   bool is_writable() const override { return wait_fd(sock_, POLLOUT, write_ms_); }
 
   ssize_t read(char* ptr, size_t size) override {
+    if (!is_readable()) return -1;
     if (begin_ == end_) {
-      if (!is_readable()) return -1;
       ssize_t n;
       do n = ::recv(sock_, buf_, sizeof buf_, 0);
       while (n < 0 && errno == EINTR);
@@ -79,7 +101,10 @@ class GuardStream final : public httplib::Stream {
       begin_ = 0, end_ = size_t(n);
     }
     size_t n = std::min(size, end_ - begin_);
-    if (in_headers_ && !count_headers(n)) return -1;
+    if (in_headers_ && !count_headers(n)) {
+      fail();
+      return -1;
+    }
     std::memcpy(ptr, buf_ + begin_, n);
     begin_ += n;
     return ssize_t(n);
@@ -99,27 +124,27 @@ class GuardStream final : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
-  int read_wait_ms() const {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-    return left <= 0 ? -1 : int(std::min<int64_t>(left, read_ms_));
+  bool fail() const {
+    failed_ = true;
+    return false;
   }
-  // Counts the header bytes about to be handed out (n of them, cut at the blank line that ends the
-  // headers); false past a cap.
+  // Counts the header bytes about to be handed out (n of them, cut after the line "\r\n" that
+  // ends the headers, as httplib reads them); false past a cap.
   bool count_headers(size_t& n) {
     for (size_t i = 0; i < n; ++i) {
       const char c = buf_[begin_ + i];
       if (++header_bytes_ > limits_.max_header_bytes) return false;
       if (c == '\n') {
-        if (line_len_ == 0 && lines_ > 0) {
+        if (lines_ > 0 && line_bytes_ == 1 && line_starts_cr_) {
           in_headers_ = false;
           n = i + 1;
           return true;
         }
         if (++lines_ > limits_.max_header_lines) return false;
-        line_len_ = 0;
-      } else if (c != '\r') {
-        ++line_len_;
+        line_bytes_ = 0;
+        continue;
       }
+      if (line_bytes_++ == 0) line_starts_cr_ = c == '\r';
     }
     return true;
   }
@@ -134,37 +159,83 @@ class GuardStream final : public httplib::Stream {
   socket_t sock_;
   int read_ms_, write_ms_;
   const ConnectionLimits& limits_;
+  const std::atomic<socket_t>& listening_;
   Clock::time_point deadline_ = Clock::now();
+  mutable bool failed_ = false;
   bool in_headers_ = true;
   size_t header_bytes_ = 0;
   int lines_ = 0;
-  size_t line_len_ = 0;
+  size_t line_bytes_ = 0;
+  bool line_starts_cr_ = false;
   char buf_[4096];
   size_t begin_ = 0, end_ = 0;
 };
 
 // After an answer to a request whose body was not read: the client's unread bytes would turn the
 // close into a reset that can destroy the answer before the client reads it, so they are read
-// away first (briefly, boundedly).
-void close_after_refusal(socket_t sock) {
+// away first (briefly, boundedly), then the socket is closed.
+void close_gently(socket_t sock, milliseconds for_at_most) {
   ::shutdown(sock, SHUT_WR);
   char sink[16384];
-  const auto end = Clock::now() + std::chrono::milliseconds(500);
-  for (size_t total = 0; total < (size_t(4) << 20) && Clock::now() < end;) {
-    if (!wait_fd(sock, POLLIN, 100)) break;
+  const auto end = Clock::now() + for_at_most;
+  for (size_t total = 0; total < (size_t(4) << 20);) {
+    if (!wait_fd(sock, POLLIN, std::min(ms_until(end), 100))) break;
     const ssize_t n = ::recv(sock, sink, sizeof sink, MSG_DONTWAIT);
     if (n <= 0) break;
     total += size_t(n);
   }
+  ::close(sock);
 }
+
+// A whole answer written at once, without waiting long: the triage never blocks on one client.
+void send_answer(socket_t sock, int status, const char* reason, const std::string& body, bool retry) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\nConnection: close\r\n" + (retry ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
+  const auto end = Clock::now() + milliseconds(200);
+  for (size_t at = 0; at < out.size();) {
+    const ssize_t n = ::send(sock, out.data() + at, out.size() - at, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) at += size_t(n);
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR) && Clock::now() < end) wait_fd(sock, POLLOUT, 20);
+    else break;
+  }
+}
+
+// The request line's path ("" until it is in).
+std::string path_of(std::string_view head) {
+  const size_t sp = head.find(' ');
+  if (sp == std::string_view::npos) return "";
+  const size_t end = head.find_first_of(" ?\r\n", sp + 1);
+  return end == std::string_view::npos ? "" : std::string(head.substr(sp + 1, end - sp - 1));
+}
+
+// What the first bytes say: a /health request, not one, or too few bytes yet.
+enum class Kind { Health, Other, Unknown };
+Kind kind_of(std::string_view head) {
+  for (std::string_view h : {std::string_view("GET /health"), std::string_view("HEAD /health")}) {
+    if (head.size() <= h.size()) {
+      if (h.substr(0, head.size()) == head) return Kind::Unknown;
+      continue;
+    }
+    if (head.substr(0, h.size()) == h && (head[h.size()] == ' ' || head[h.size()] == '?')) return Kind::Health;
+  }
+  return Kind::Other;
+}
+
+// A connection the triage watches.
+struct Waiting {
+  socket_t fd;
+  Clock::time_point until;  // for its first bytes, then for its whole /health request
+  bool started = false;     // bytes came
+  bool idle = false;        // undecided bytes peeked: looked at again after a pause, not polled
+};
 
 }  // namespace
 
 // Workers for connections, a triage thread for those that find every worker busy, and the line
-// between them. Entries are only taken in order; the line's length is bounded by the triage.
+// between them.
 class GuardedServer::Pool final : public httplib::TaskQueue {
  public:
-  Pool(int workers, int max_waiting) : max_waiting_(size_t(std::max(max_waiting, 0))) {
+  Pool(GuardedServer& server, int workers, int max_waiting) : server_(server), max_waiting_(size_t(std::max(max_waiting, 0))) {
     for (int i = 0; i < std::max(workers, 1); ++i) workers_.emplace_back([this] { work(); });
     triage_thread_ = std::thread([this] { triage_loop(); });
   }
@@ -178,7 +249,7 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
         cv_.notify_one();
         return;
       }
-      triage_.emplace_back(Clock::now(), std::move(fn));
+      triage_.push_back(std::move(fn));
     }
     triage_cv_.notify_one();
   }
@@ -195,7 +266,7 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
   // Whether a connection waits for a worker (an idle keep-alive connection then gives its up).
   bool others_waiting() {
     std::lock_guard<std::mutex> l(mu_);
-    return jobs_.size() > size_t(idle_) || !triage_.empty();
+    return jobs_.size() > size_t(idle_) || !triage_.empty() || triage_size_ > 0;
   }
 
   void shutdown() override {
@@ -204,7 +275,7 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
       stop_triage_ = true;
     }
     triage_cv_.notify_all();
-    triage_thread_.join();  // first: what it hands on reaches the workers before they stop
+    triage_thread_.join();  // first: what it hands on reaches the workers, which close it
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_workers_ = true;
@@ -215,7 +286,6 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
 
  private:
   void work() {
-    t_role = Role::Worker;
     for (;;) {
       std::function<void()> fn;
       {
@@ -226,115 +296,174 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
         if (jobs_.empty()) return;
         fn = std::move(jobs_.front());
         jobs_.pop_front();
+        t_role = stop_workers_ ? Role::Closing : Role::Worker;  // stopping: what still waits is closed, not served
       }
       fn();
     }
   }
-  void triage_loop() {
-    t_role = Role::Triage;
-    for (;;) {
-      std::pair<Clock::time_point, std::function<void()>> e;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        triage_cv_.wait(l, [&] { return stop_triage_ || !triage_.empty(); });
-        if (triage_.empty()) return;
-        e = std::move(triage_.front());
-        triage_.pop_front();
-      }
-      t_stale = Clock::now() - e.first > kTriageStale;
-      e.second();
-      t_stale = false;
-    }
-  }
 
+  void triage_loop();
+  void triage_look(Waiting& w, std::vector<Waiting>& keep);
+  void hand_on(socket_t fd, const std::string& path);
+
+  GuardedServer& server_;
   std::mutex mu_;
   std::condition_variable cv_, triage_cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::deque<std::pair<Clock::time_point, std::function<void()>>> triage_;
+  std::deque<std::function<void()>> jobs_, triage_;
   size_t max_waiting_;
+  size_t triage_size_ = 0;  // connections the triage watches
   int idle_ = 0;
   bool stop_triage_ = false, stop_workers_ = false;
   std::vector<std::thread> workers_;
   std::thread triage_thread_;
 };
 
-GuardedServer::GuardedServer(const ConnectionLimits& limits) : limits_(limits) {
+// The triage: every connection it was given, watched with one poll; nothing is read until it is
+// decided, and no client can hold the thread.
+void GuardedServer::Pool::triage_loop() {
+  t_role = Role::Triage;
+  std::vector<Waiting> watched;
+  t_triage = &watched;
+  for (;;) {
+    std::deque<std::function<void()>> fresh;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      triage_size_ = watched.size();
+      if (watched.empty()) triage_cv_.wait(l, [&] { return stop_triage_ || !triage_.empty(); });
+      if (stop_triage_) break;
+      fresh.swap(triage_);
+    }
+    for (auto& fn : fresh) fn();  // each lands in `watched` (process_and_close_socket, role Triage)
+    std::vector<pollfd> fds;
+    Clock::time_point next = Clock::now() + milliseconds(20);
+    for (const Waiting& w : watched) {
+      next = std::min(next, w.until);
+      if (!w.idle) fds.push_back({w.fd, POLLIN, 0});
+    }
+    const bool any_idle = std::any_of(watched.begin(), watched.end(), [](const Waiting& w) { return w.idle; });
+    int r;
+    do r = ::poll(fds.data(), fds.size(), any_idle ? std::min(20, ms_until(next)) : ms_until(next));
+    while (r < 0 && errno == EINTR);
+    std::vector<Waiting> keep;
+    for (Waiting& w : watched) {
+      const auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == w.fd; });
+      const bool ready = w.idle || (it != fds.end() && it->revents != 0);
+      if (ready) triage_look(w, keep);
+      else if (Clock::now() >= w.until) {
+        if (w.started) ::close(w.fd);  // a /health request that did not finish in time
+        else hand_on(w.fd, "");         // no bytes yet: a place in line like any other request
+      } else keep.push_back(w);
+    }
+    watched.swap(keep);
+  }
+  for (const Waiting& w : watched) ::close(w.fd);
+  t_triage = nullptr;
+}
+
+void GuardedServer::Pool::triage_look(Waiting& w, std::vector<Waiting>& keep) {
+  char head[kPeek];
+  const ssize_t n = ::recv(w.fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    w.idle = false;
+    keep.push_back(w);
+    return;
+  }
+  if (n <= 0) {
+    ::close(w.fd);  // gone
+    return;
+  }
+  const std::string_view h(head, size_t(n));
+  const Kind kind = kind_of(h);
+  if (kind == Kind::Other) return hand_on(w.fd, path_of(h));
+  if (!w.started) w.started = true, w.until = Clock::now() + kHealthRequest;
+  const size_t end = h.find("\r\n\r\n");
+  if (kind == Kind::Health && end != std::string_view::npos) {
+    char sink[kPeek];
+    const ssize_t got = ::recv(w.fd, sink, end + 4, MSG_DONTWAIT);  // the request, taken now
+    (void)got;
+    auto [status, body] = server_.limits_.health ? server_.limits_.health() : std::pair<int, std::string>{200, "{\"status\":\"ok\"}"};
+    if (h.rfind("HEAD", 0) == 0) body.clear();
+    send_answer(w.fd, status, status == 200 ? "OK" : "Service Unavailable", body, false);
+    if (server_.limits_.answered) server_.limits_.answered("/health", status);
+    close_gently(w.fd, milliseconds(50));
+    return;
+  }
+  if (size_t(n) == sizeof head) {
+    ::close(w.fd);  // a /health request with headers past the peek: no such client is honest
+    return;
+  }
+  w.idle = true;  // more bytes to come: looked at again after a pause
+  keep.push_back(w);
+}
+
+// A connection that is not a /health request: a place in the line, else a 503 at once.
+void GuardedServer::Pool::hand_on(socket_t fd, const std::string& path) {
+  GuardedServer* server = &server_;
+  if (wait_in_line([server, fd] { server->process_and_close_socket(fd); })) return;
+  send_answer(fd, 503, "Service Unavailable", server_.limits_.busy_body, true);
+  if (server_.limits_.answered) server_.limits_.answered(path, 503);
+  close_gently(fd, milliseconds(50));
+}
+
+GuardedServer::GuardedServer(ConnectionLimits limits) : limits_(std::move(limits)) {
   new_task_queue = [this] {
-    pool_ = new Pool(limits_.workers, limits_.max_waiting);
+    pool_ = new Pool(*this, limits_.workers, limits_.max_waiting);
     return pool_;
   };
 }
 
-bool GuardedServer::turned_away() { return t_turned_away; }
 void GuardedServer::close_after_answer() { t_close = true; }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-  if (t_role == Role::Triage) {
-    triage(sock);
-    return true;
+  switch (t_role) {
+    case Role::Triage:
+      if (t_triage && t_triage->size() < kMaxTriage) {
+        t_triage->push_back({sock, Clock::now() + kFirstBytes});
+      } else {
+        send_answer(sock, 503, "Service Unavailable", limits_.busy_body, true);
+        close_gently(sock, milliseconds(50));
+      }
+      return true;
+    case Role::Closing:
+      ::close(sock);
+      return true;
+    case Role::Worker:
+      serve(sock);
+      return true;
   }
-  serve(sock, std::chrono::seconds(limits_.request_timeout_s), true);
   return true;
 }
 
-void GuardedServer::serve(socket_t sock, std::chrono::seconds timeout, bool keep_alive) {
-  GuardStream strm(sock, read_timeout_sec_, write_timeout_sec_, limits_);
-  for (size_t left = keep_alive ? std::max<size_t>(keep_alive_max_count_, 1) : 1, n = 0; left > 0; --left, ++n) {
-    if (n > 0 && !wait_for_request(sock)) break;
-    strm.begin_request(Clock::now() + timeout);
+void GuardedServer::serve(socket_t sock) {
+  GuardStream strm(sock, read_timeout_sec_, write_timeout_sec_, limits_, svr_sock_);
+  bool gentle = false;
+  for (size_t left = std::max<size_t>(keep_alive_max_count_, 1), n = 0; left > 0; --left, ++n) {
+    if (n > 0) {
+      // Between two requests: up to the keep-alive timeout, unless the server stops or another
+      // connection waits for this worker.
+      const auto end = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+      bool next = strm.buffered();
+      while (!next && Clock::now() < end && svr_sock_ != INVALID_SOCKET && !(pool_ && pool_->others_waiting()))
+        next = wait_fd(sock, POLLIN, 100);
+      if (!next) break;
+    }
+    strm.begin_request(Clock::now() + std::chrono::seconds(limits_.request_timeout_s));
     t_close = false;
     bool closed = false;
     const bool ok = process_request(strm, left == 1, closed, nullptr);
-    if (t_close) close_after_refusal(sock);
-    if (!ok || closed || t_close) break;
+    if (strm.failed()) break;  // a slow or oversized request: closed at once
+    if (t_close) {
+      gentle = true;
+      break;
+    }
+    if (!ok || closed) break;
   }
   t_close = false;
+  int unread = 0;  // pipelined requests past the keep-alive count: read away, or the close resets
+  if (!strm.failed() && (gentle || strm.buffered() || (::ioctl(sock, FIONREAD, &unread) == 0 && unread > 0)))
+    return close_gently(sock, milliseconds(500));
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
-}
-
-// Between two requests of a keep-alive connection: up to the keep-alive timeout, unless the server
-// stops or another connection waits for this worker.
-bool GuardedServer::wait_for_request(socket_t sock) const {
-  const auto end = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
-  while (Clock::now() < end) {
-    if (wait_fd(sock, POLLIN, 100)) return true;
-    if (svr_sock_ == INVALID_SOCKET || (pool_ && pool_->others_waiting())) return false;
-  }
-  return false;
-}
-
-// A connection that found every worker busy. Its first bytes are peeked at (not taken): GET
-// /health is answered here; anything else takes a place in the line, and when the line is full
-// gets its 503 here.
-void GuardedServer::triage(socket_t sock) {
-  bool health = false;
-  if (!t_stale) {
-    char head[16] = {};
-    const auto end = Clock::now() + kTriageWait;
-    ssize_t n = 0;
-    // Until the request line's start is in, or the wait is over (a client that sends nothing
-    // waits in the line like any other).
-    while (n < ssize_t(sizeof head) && Clock::now() < end) {
-      const int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
-      if (!wait_fd(sock, POLLIN, ms)) break;
-      const ssize_t got = ::recv(sock, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
-      if (got <= 0) break;
-      if (got == n) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // still readable: no more yet
-      n = got;
-    }
-    const std::string_view h(head, size_t(std::max<ssize_t>(n, 0)));
-    health = (h.rfind("GET /health ", 0) == 0 || h.rfind("GET /health?", 0) == 0 || h.rfind("HEAD /health ", 0) == 0);
-    if (!health && pool_->wait_in_line([this, sock] { process_and_close_socket(sock); })) return;
-  }
-  if (t_stale) {
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return;
-  }
-  t_turned_away = !health;
-  serve(sock, std::chrono::seconds(kTriageRequestS), false);
-  t_turned_away = false;
 }
 
 }  // namespace ckjit::serve

@@ -3,15 +3,20 @@
 // single read, so a client that sends one byte every few seconds holds a worker for as long as it
 // likes, and eight of them take a server offline. Here:
 // - each request's headers and body must arrive within a deadline (--request-timeout), and its
-//   headers within a byte and line cap;
-// - a connection that finds no idle worker is looked at first by a triage thread: GET /health is
-//   answered there at once (so a load balancer still sees the replica), anything else waits in a
-//   bounded line for a worker, and past the line gets 503 with Retry-After;
-// - an idle keep-alive connection gives its worker up as soon as another connection waits.
+//   headers within a byte and line cap; a connection past either is closed;
+// - a connection that finds no idle worker goes to a triage thread, which watches all such
+//   connections at once (poll) and reads nothing it does not need: GET or HEAD /health is answered
+//   there, anything else takes a place in a bounded line for a worker or, past it, gets 503 with
+//   Retry-After;
+// - an idle keep-alive connection gives its worker up as soon as another connection waits;
+// - on stop, queued connections are closed and slow reads end within a tenth of a second.
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <string>
 
 namespace ckjit::serve {
 
@@ -21,28 +26,30 @@ struct ConnectionLimits {
   int request_timeout_s = 30;        // one request's headers and body, from its first byte
   size_t max_header_bytes = 64 << 10;
   int max_header_lines = 128;
+  // What the triage answers without a worker: /health's status and JSON body, the 503's JSON body,
+  // and a count for each answer (path, status).
+  std::function<std::pair<int, std::string>()> health;
+  std::string busy_body;
+  std::function<void(const std::string&, int)> answered;
 };
 
 class GuardedServer : public httplib::Server {
  public:
-  explicit GuardedServer(const ConnectionLimits& limits);
+  explicit GuardedServer(ConnectionLimits limits);
 
-  // True on the thread serving a connection that found the line full: the routes answer it with
-  // 503 (all but /health).
-  static bool turned_away();
   // Ends the current connection after this answer (a refused body was never read, so the next
   // request cannot be found in the bytes).
   static void close_after_answer();
 
  private:
+  class Pool;
+  class Triage;
   bool process_and_close_socket(socket_t sock) override;
-  void serve(socket_t sock, std::chrono::seconds deadline, bool keep_alive);
-  bool wait_for_request(socket_t sock) const;
-  void triage(socket_t sock);
+  void serve(socket_t sock);
 
   ConnectionLimits limits_;
-  class Pool;
   Pool* pool_ = nullptr;  // owned by httplib (new_task_queue), alive while listening
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace ckjit::serve

@@ -1,5 +1,6 @@
 #include "tools/serve/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
@@ -83,14 +84,23 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// The loopback names: localhost (and *.localhost, RFC 6761), 127.0.0.0/8 as an IPv4 literal, ::1.
+// A name that only starts like one (127.evil.example, localhost.evil.example) is not.
 bool loopback_name(std::string_view h) {
-  return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0 || h.rfind("localhost.", 0) == 0;
+  if (!h.empty() && h.back() == '.') h.remove_suffix(1);
+  if (h == "localhost" || h == "::1" || h == "[::1]") return true;
+  if (h.size() > 10 && h.substr(h.size() - 10) == ".localhost") return true;
+  in_addr a{};
+  return ::inet_pton(AF_INET, std::string(h).c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 // The name in a Host header: lower case, without the port and a trailing dot.
 std::string host_name(std::string h) {
   for (char& c : h) c = char(std::tolower(uint8_t(c)));
-  if (!h.empty() && h[0] == '[') h = h.substr(0, h.find(']') == std::string::npos ? h.size() : h.find(']') + 1);
+  if (!h.empty() && h[0] == '[') {
+    const size_t close = h.find(']');  // [v6] or [v6]:port; anything else stays whole (and matches nothing)
+    if (close != std::string::npos && (close + 1 == h.size() || h[close + 1] == ':')) h.resize(close + 1);
+  }
   else if (const size_t colon = h.rfind(':'); colon != std::string::npos && h.find(':') == colon) h.resize(colon);
   if (!h.empty() && h.back() == '.') h.pop_back();
   return h;
@@ -120,37 +130,44 @@ bool host_allowed(const std::vector<std::string>& allowed, const std::string& he
 // told from a next request).
 httplib::Server::HandlerResponse refuse(httplib::Response& r, int status, const std::string& message, const std::string& code) {
   r.status = status;
+  r.set_header("Connection", "close");
   r.set_content(error_json(message, error_type_for(status), code).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                 "application/json");
   GuardedServer::close_after_answer();
   return httplib::Server::HandlerResponse::Handled;
 }
 
-// Everything decided from the headers alone, before a body is read: a connection turned away for
-// a full line (503), Host (--hosts), bodies that httplib would read without their limit (chunked,
-// compressed), draining, --api-key (401 with an OpenAI body unless the Bearer token matches; /health
-// and CORS preflights stay open) and --cors (headers on every answer, 204 to preflights).
+// Everything decided from the headers alone, before a body is read: Host (--hosts), bodies that
+// httplib would read without their limit (no Content-Length, chunked, compressed) or read only to
+// throw away (over --max-body-mb), draining, --api-key (401 with an OpenAI body unless the Bearer
+// token matches; /health and CORS preflights stay open) and --cors (headers on every answer, 204
+// to preflights). Also answers an Expect: 100-continue before the body is sent.
 void access_rules(httplib::Server& svr, const ServerState& st) {
+  using HR = httplib::Server::HandlerResponse;
   const std::vector<std::string> hosts = allowed_hosts(st.opt);
   const bool loopback_default = st.opt.hosts.empty();
-  svr.set_pre_routing_handler([&st, hosts, loopback_default](const httplib::Request& q, httplib::Response& r) {
-    using HR = httplib::Server::HandlerResponse;
-    if (q.path == "/health" && q.method == "GET") return HR::Unhandled;
-    if (GuardedServer::turned_away()) {
-      r.set_header("Retry-After", "1");
-      return refuse(r, 503, "the server is busy (every connection is in use); retry", "server_busy");
-    }
+  const size_t max_body = size_t(st.opt.max_body_mb * 1024 * 1024);
+  auto decide = [&st, hosts, loopback_default, max_body](const httplib::Request& q, httplib::Response& r) {
+    if (q.path == "/health" && (q.method == "GET" || q.method == "HEAD")) return HR::Unhandled;
     if (!host_allowed(hosts, q.get_header_value("Host"), loopback_default))
       return refuse(r, 403, "the Host '" + q.get_header_value("Host") + "' is not one this server answers to (ckjit serve --hosts NAME,...)",
                     "host_not_allowed");
-    // Debian's cpp-httplib checks --max-body-mb only against a Content-Length, and inflates
-    // compressed bodies without a bound: such bodies are refused, not read.
+    // Debian's cpp-httplib checks --max-body-mb only against a Content-Length, reads a body
+    // without one until the client closes, and inflates compressed bodies without a bound: such
+    // bodies are refused, not read.
     const std::string te = q.get_header_value("Transfer-Encoding");
     if (!te.empty() && te != "identity")
       return refuse(r, 411, "send the body with a Content-Length (Transfer-Encoding '" + te + "' is refused)", "length_required");
     const std::string ce = q.get_header_value("Content-Encoding");
     if (!ce.empty() && ce != "identity")
       return refuse(r, 415, "compressed bodies are refused (Content-Encoding '" + ce + "'); send it uncompressed", "unsupported_encoding");
+    const bool has_body = q.method == "POST" || q.method == "PUT" || q.method == "PATCH" || q.method == "DELETE" || q.method == "PRI";
+    if (has_body) {
+      const std::string cl = q.get_header_value("Content-Length");
+      if (cl.empty()) return refuse(r, 411, "send the body with a Content-Length", "length_required");
+      if (cl.size() > 15 || cl.find_first_not_of("0123456789") != std::string::npos || std::stoull(cl) > max_body)
+        return refuse(r, 413, "the request body is over the server's limit (--max-body-mb)", "body_too_large");
+    }
     // Draining: no new generations (a load balancer's retry goes to another replica).
     if (st.draining && (q.path == "/v1/chat/completions" || q.path == "/v1/completions")) {
       r.set_header("Retry-After", "1");
@@ -165,6 +182,10 @@ void access_rules(httplib::Server& svr, const ServerState& st) {
     if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), st.opt.api_key)) return HR::Unhandled;
     r.set_header("WWW-Authenticate", "Bearer");
     return refuse(r, 401, auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key provided", "invalid_api_key");
+  };
+  svr.set_pre_routing_handler(decide);
+  svr.set_expect_100_continue_handler([decide](const httplib::Request& q, httplib::Response& r) {
+    return decide(q, r) == HR::Handled ? r.status : 100;
   });
   if (st.opt.cors_origin.empty()) return;
   svr.set_post_routing_handler([&st](const httplib::Request&, httplib::Response& r) {
@@ -267,7 +288,14 @@ int run_server(const ServerOptions& o) {
     cl.workers = o.http_threads > 0 ? o.http_threads : std::max(8, 4 * o.parallel + 4);
     cl.max_waiting = cl.workers;
     cl.request_timeout_s = o.request_timeout_s;
-    GuardedServer svr(cl);
+    // What the triage answers without a worker: /health as its route does, and the 503.
+    ServerState* state = st.get();
+    cl.health = [state] {
+      return std::pair<int, std::string>{state->draining ? 503 : 200, state->draining ? R"({"status":"draining"})" : R"({"status":"ok"})"};
+    };
+    cl.busy_body = error_json("the server is busy (every connection is in use); retry", "server_error", "server_busy").dump();
+    cl.answered = [state](const std::string& path, int status) { state->metrics.request(path, status); };
+    GuardedServer svr(std::move(cl));
     // httplib's default also sets SO_REUSEPORT, which lets a second server share a busy port
     // silently: only SO_REUSEADDR here, so a port in use is an error.
     svr.set_socket_options([](socket_t sock) {

@@ -1,7 +1,9 @@
 #include "tools/serve/openai_request.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +102,23 @@ std::optional<std::string> response_format_schema(const json& rf) {
   return js.contains("schema") ? js["schema"].dump() : std::string("{}");
 }
 
+// The file at `rel` under `root`, opened without blocking (a FIFO never holds a worker) and
+// without following any link, so one swapped into the path after realpath cannot lead out of the
+// root: openat2's RESOLVE_BENEATH where the kernel has it (Linux 5.6), else O_NOFOLLOW on the whole
+// path (then only the last component is guarded). -1 when it cannot be opened so.
+int open_beneath(const std::string& root, const std::string& rel) {
+  constexpr int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  const int dir = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return -1;
+  open_how how{};
+  how.flags = flags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = int(::syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) fd = ::openat(dir, rel.c_str(), flags | O_NOFOLLOW);
+  ::close(dir);
+  return fd;
+}
+
 // A local image: only a regular file under the root once links and '..' are resolved, opened
 // without blocking (a FIFO or device never holds a worker) and no bigger than a body. A path
 // outside the root and one that does not exist get the same answer, so neither is probed.
@@ -115,8 +134,7 @@ std::string read_local_image(const std::string& path, const RequestLimits& limit
   const bool under = !real.empty() && real.size() > root.size() && real.compare(0, root.size(), root) == 0 &&
                      (root.back() == '/' || real[root.size()] == '/');
   if (!under) throw HttpError(403, "invalid_request_error", "local_image_refused", not_here);
-  // O_NOFOLLOW: a link swapped in after realpath is refused, not followed out of the root.
-  const int fd = ::open(real.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  const int fd = open_beneath(root, real.substr(root.back() == '/' ? root.size() : root.size() + 1));
   if (fd < 0) throw HttpError(403, "invalid_request_error", "local_image_refused", not_here);
   struct stat sb {};
   std::string bytes;
