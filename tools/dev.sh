@@ -2,6 +2,7 @@
 # The README's two commands:
 #   bash tools/dev.sh run [ckjit run options]   set up, build, run `ckjit run`
 #   bash tools/dev.sh test                      set up, build (Release, ASan+UBSan, TSan for the C API), run every test, fuzz
+#   bash tools/dev.sh check                     the inner loop: Release build and every test not labelled slow or e2e
 #   bash tools/dev.sh test-arm64                cross-build for AArch64 (cmake/aarch64.cmake) and run its tests under
 #                                               qemu-aarch64 on CPU models without and with SVE
 set -euo pipefail
@@ -9,11 +10,26 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-}"; shift || true
 JOBS="${JOBS:-$(nproc)}"
 
-build() {  # build <dir> <build type> [targets...]
+build() {  # build <dir> <build type> [targets...]; CMAKE_ARGS: more -D options
   bash "$ROOT/tools/setup.sh"
-  cmake -S "$ROOT" -B "$ROOT/$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" >/dev/null
+  # shellcheck disable=SC2086
+  cmake -S "$ROOT" -B "$ROOT/$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" ${CMAKE_ARGS:-} >/dev/null
   local dir="$1"; shift 2
   if [ $# -gt 0 ]; then cmake --build "$ROOT/$dir" -j "$JOBS" --target "$@"; else cmake --build "$ROOT/$dir" -j "$JOBS"; fi
+}
+
+# Each stage's wall time, printed at the end (also when a stage fails).
+STAGES=()
+stage() {  # stage NAME command...
+  local name="$1" t0=$SECONDS
+  shift
+  "$@"
+  STAGES+=("$(printf '%-36s %5d s' "$name" $((SECONDS - t0)))")
+}
+print_stages() {
+  ((${#STAGES[@]})) || return 0
+  echo "== stage times (wall):"
+  printf '   %s\n' "${STAGES[@]}"
 }
 
 case "$cmd" in
@@ -22,17 +38,27 @@ case "$cmd" in
     exec "$ROOT/build/tools/ckjit" run "$@"
     ;;
   test)
-    build build Release
-    (cd "$ROOT/build" && ctest --output-on-failure -j "$JOBS" "$@")
-    # Under ASan+UBSan: everything but the slow suites (hostile input must fail cleanly there too).
-    build build-sanitize Sanitize
-    (cd "$ROOT/build-sanitize" && ctest --output-on-failure -j "$JOBS" -LE "slow" "$@")
+    trap print_stages EXIT
+    stage "setup" bash "$ROOT/tools/setup.sh"
+    stage "build: Release" build build Release
+    stage "tests: Release" bash -c "cd '$ROOT/build' && ctest --output-on-failure -j '$JOBS' $*"
+    # Under ASan+UBSan: everything but the slow suites (hostile input must fail cleanly there too);
+    # the benchmarks are not built (no test runs them).
+    CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: ASan+UBSan" build build-sanitize Sanitize
+    stage "tests: ASan+UBSan" bash -c "cd '$ROOT/build-sanitize' && ctest --output-on-failure -j '$JOBS' -LE slow $*"
     # Under ThreadSanitizer: the C API's tests (several sessions on one model in several threads) and
     # `ckjit serve --parallel 2` with concurrent requests.
-    build build-tsan Tsan ckjit_api_tests ckjit
-    (cd "$ROOT/build-tsan" && ctest --output-on-failure -j "$JOBS" -L "^(api|tsan)$" "$@")
-    # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time; a crash fails.
-    bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
+    CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: TSan" build build-tsan Tsan ckjit_api_tests ckjit
+    stage "tests: TSan" bash -c "cd '$ROOT/build-tsan' && ctest --output-on-failure -j '$JOBS' -L '^(api|tsan)$' $*"
+    # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time, JOBS at once; a crash fails.
+    stage "fuzz: build and ${FUZZ_SECONDS:-45} s per target" bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
+    ;;
+  check)
+    # The inner loop (minutes): the Release build and every test but the slow and end-to-end ones.
+    # `.ci/run` (tools/dev.sh test) runs everything.
+    trap print_stages EXIT
+    stage "build: Release" build build Release
+    stage "tests: Release, not slow or e2e" bash -c "cd '$ROOT/build' && ctest --output-on-failure -j '$JOBS' -LE '^(slow|e2e)$' $*"
     ;;
   test-arm64)
     # The portable layers (cmake/portable_subset.cmake) on AArch64: cortex-a76 (Advanced SIMD +
@@ -59,7 +85,7 @@ case "$cmd" in
     done
     ;;
   *)
-    echo "usage: bash tools/dev.sh run [ckjit run options] | test | test-arm64" >&2
+    echo "usage: bash tools/dev.sh run [ckjit run options] | test | check | test-arm64" >&2
     exit 2
     ;;
 esac

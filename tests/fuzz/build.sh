@@ -23,14 +23,50 @@ mkdir -p "$OUT"
 # entropy decoder and IDCT) is not checked in stb's object alone: ckjit cannot patch stb, and such a
 # report says nothing about memory safety. ckjit's own code is built with every UBSan check.
 STB_UNCHECKED=(-fno-sanitize=pointer-overflow,nonnull-attribute,signed-integer-overflow,shift)
-"$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/runtime/image/stb_decoder.cpp" -o "$OUT/stb_decoder.o"
+JOBS="${JOBS:-$(nproc)}"
+# A small job pool: at most JOBS commands at once; `finish` waits for all and fails if any failed.
+pids=()
+spawn() {
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.1; done
+  "$@" &
+  pids+=($!)
+}
+finish() {
+  local failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  pids=()
+  [ "$failed" = 0 ] || { echo "fuzz build: a step failed (above)" >&2; exit 1; }
+}
+# Every source once (several targets share the GGUF, image and structured-output sources), then
+# one link per target.
+OBJ="$OUT/obj"
+mkdir -p "$OBJ"
+obj_of() { local rel="${1#"$ROOT"/}"; echo "$OBJ/${rel//\//_}.o"; }
+spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/runtime/image/stb_decoder.cpp" -o "$OUT/stb_decoder.o"
+declare -A compiled=()
+for t in "${TARGETS[@]}"; do
+  for src in "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]}; do
+    [[ "$src" == *.cpp && -z "${compiled[$src]:-}" ]] || continue
+    compiled[$src]=1
+    spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$src" -o "$(obj_of "$src")"
+  done
+done
+finish
 for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/$t/corpus"
+  objs=("$(obj_of "$ROOT/tests/fuzz/fuzz_$t.cpp")")
+  for src in ${SOURCES[$t]}; do
+    if [[ "$src" == *.cpp ]]; then objs+=("$(obj_of "$src")"); else objs+=("$src"); fi
+  done
   # shellcheck disable=SC2086
-  "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]} -o "$OUT/fuzz_$t" ${LIBS[$t]:-}
+  spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "${objs[@]}" -o "$OUT/fuzz_$t" ${LIBS[$t]:-}
 done
+# Seed writers (plain builds): small valid GGUF files; valid tiny text models and mmprojs.
+spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
+# shellcheck disable=SC2086
+spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
+finish
 # Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
-"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
 "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
 # The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
 # regression inputs under the instrumented decoder too.
@@ -41,16 +77,23 @@ cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/json_schema/* "$OUT/json_schema/corpus/"
 cp "$ROOT"/tests/fuzz/seeds/gbnf/* "$OUT/gbnf/corpus/"
-# shellcheck disable=SC2086
-"$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
 "$OUT/make_model_seeds" "$OUT/model_load/corpus"
 echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
 if [ "${1:-}" != "" ]; then
   declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384 [json_schema]=4096 [gbnf]=4096)
+  # JOBS targets at a time (each one process), every one for the same SECONDS.
+  fuzz_one() {
+    local t="$1"
+    if ! (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$2" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt"); then
+      tail -40 "$OUT/$t/log.txt" >&2
+      echo "fuzz: $t found a crash (input in $OUT/$t)" >&2
+      return 1
+    fi
+    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/$t/log.txt" | awk '{print $2}') executions (at most $2 s), no crash"
+  }
   for t in "${TARGETS[@]}"; do
     # FUZZ_RUNS=N: stop a target after N executions too (a recorded campaign's 10^6), SECONDS still the cap.
-    (cd "$OUT/$t" && "$OUT/fuzz_$t" -max_total_time="$1" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -max_len="${MAXLEN[$t]}" -rss_limit_mb=2048 -print_final_stats=1 corpus 2>"$OUT/$t/log.txt") ||
-      { tail -40 "$OUT/$t/log.txt" >&2; echo "fuzz: $t found a crash (input in $OUT/$t)" >&2; exit 1; }
-    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/$t/log.txt" | awk '{print $2}') executions (at most $1 s), no crash"
+    spawn fuzz_one "$t" "$1"
   done
+  finish
 fi
