@@ -42,14 +42,15 @@ case "$cmd" in
     stage "setup" bash "$ROOT/tools/setup.sh"
     stage "build: Release" build build Release
     stage "tests: Release" bash -c "cd '$ROOT/build' && ctest --output-on-failure -j '$JOBS' $*"
-    # Under ASan+UBSan: everything but the slow suites (hostile input must fail cleanly there too);
-    # the benchmarks are not built (no test runs them).
+    # Under ASan+UBSan: everything but the slow suites and the long end-to-end runs (tests/README.md;
+    # hostile input must fail cleanly there too); the benchmarks are not built (no test runs them).
     CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: ASan+UBSan" build build-sanitize Sanitize
-    stage "tests: ASan+UBSan" bash -c "cd '$ROOT/build-sanitize' && ctest --output-on-failure -j '$JOBS' -LE slow $*"
-    # Under ThreadSanitizer: the C API's tests (several sessions on one model in several threads) and
-    # `ckjit serve --parallel 2` with concurrent requests.
+    stage "tests: ASan+UBSan" bash -c "cd '$ROOT/build-sanitize' && ctest --output-on-failure -j '$JOBS' -LE '^(slow|e2e)$' $*"
+    # Under ThreadSanitizer: the cases with concurrent sessions (label threads: several sessions on one
+    # model in several threads, the batcher, the thread pool under one page) and `ckjit serve
+    # --parallel 2` with concurrent requests.
     CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: TSan" build build-tsan Tsan ckjit_api_tests ckjit
-    stage "tests: TSan" bash -c "cd '$ROOT/build-tsan' && ctest --output-on-failure -j '$JOBS' -L '^(api|tsan)$' $*"
+    stage "tests: TSan" bash -c "cd '$ROOT/build-tsan' && ctest --output-on-failure -j '$JOBS' -L '^(threads|tsan)$' $*"
     # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time, JOBS at once; a crash fails.
     stage "fuzz: build and ${FUZZ_SECONDS:-45} s per target" bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
     ;;

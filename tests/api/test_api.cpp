@@ -107,7 +107,7 @@ TEST_CASE("api: version and status names and the machine line") {
   CHECK(ckjit_machine_json()[0] == '{');
 }
 
-TEST_CASE("api: a page and a prompt give tokens and text pieces and logits and timings") {
+TEST_CASE("api: a page and a prompt give tokens and text pieces and logits and timings" * doctest::test_suite("threads")) {
   ckjit_model* m = load();
   CHECK(ckjit_model_has_vision(m) == 1);
   CHECK(ckjit_model_n_vocab(m) > 150000);
@@ -230,7 +230,7 @@ TEST_CASE("api: tokenize and detokenize round trip and a small buffer says how m
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: two sessions on one model in two threads give the tokens they give one after the other") {
+TEST_CASE("api: two sessions on one model in two threads give the tokens they give one after the other" * doctest::test_suite("threads")) {
   ckjit_model* m = load(true, 1);
   const std::string img = image_path("page-small.png");
   const std::vector<int32_t> a = run(m, "Read the page.", img.c_str());
@@ -522,7 +522,7 @@ TEST_CASE("api: image handles refuse NULL and freed and foreign handles and imag
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: one image handle added to two sessions in two threads gives the tokens of one session") {
+TEST_CASE("api: one image handle added to two sessions in two threads gives the tokens of one session" * doctest::test_suite("threads")) {
   ckjit_model* m = load(true, 1);
   const std::vector<char> png = bytes_of(image_path("page-small.png"));
   ckjit_session *a = nullptr, *b = nullptr;
@@ -676,7 +676,7 @@ int collect(int32_t id, const char* text, void* user) {
 
 TEST_SUITE("api") {
 
-TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens and a session that cannot start fails alone") {
+TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens and a session that cannot start fails alone" * doctest::test_suite("threads")) {
   ckjit_model* m = load();
   const std::string img = image_path("square-64.png");
   // Alone: three prompts (two with the image, different lengths), one after the other.
@@ -740,7 +740,7 @@ TEST_CASE("api: ckjit_generate_batch gives each session ckjit_generate's tokens 
 
 TEST_SUITE("api") {
 
-TEST_CASE("api: ckjit_batcher_generate from several threads gives each session ckjit_generate's tokens") {
+TEST_CASE("api: ckjit_batcher_generate from several threads gives each session ckjit_generate's tokens" * doctest::test_suite("threads")) {
   ckjit_model* m = load();
   const std::string img = image_path("square-64.png");
   const char* prompts[] = {"Read this page.", "What is written here?", "Describe it.", "One word."};
@@ -1231,7 +1231,7 @@ TEST_CASE("api: ckjit_session_decode gives generate's logits and every position'
   ckjit_model_free(m);
 }
 
-TEST_CASE("api: copy_prefix and decode_together: each session's logits are those it gets alone") {
+TEST_CASE("api: copy_prefix and decode_together: each session's logits are those it gets alone" * doctest::test_suite("threads")) {
   ckjit_model* m = load(false);
   const char* texts[] = {"The quick brown fox jumps.", "A page of numbers: 1 2 3 4 5 6 7 8 9."};
   ckjit_session *s[2] = {}, *alone[2] = {};
@@ -1374,7 +1374,7 @@ TEST_CASE("api: a saved state loads into another session and decodes on identica
 
 }  // TEST_SUITE
 
-TEST_CASE("api: json_schema and grammar make the text a value of the schema or grammar and what is outside the subset is an invalid argument") {
+TEST_CASE("api: json_schema and grammar make the text a value of the schema or grammar and what is outside the subset is an invalid argument" * doctest::test_suite("api")) {
   ckjit_model* m = load(false);
   ckjit_session* s = nullptr;
   REQUIRE(ckjit_session_new(m, nullptr, &s) == CKJIT_OK);

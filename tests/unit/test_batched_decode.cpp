@@ -152,7 +152,7 @@ TEST_CASE("batched decode: bad steps are refused before anything runs") {
 
 // The report names the kernel each row count runs: one row (decode), 2-16 rows (decode steps of
 // several sequences: prefetching fixed blocks where AVX-512 runs) and a prefill chunk.
-TEST_CASE("op descriptions name the kernels of one row and few rows and a prefill chunk") {
+TEST_CASE("op descriptions name the kernels of one row and few rows and a prefill chunk" * doctest::test_suite("decoder")) {
   const gguf::GgufFile f = make_file(tinymodel::Spec{});
   Workers pool(1);
   ModelOptions o;

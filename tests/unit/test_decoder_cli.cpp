@@ -58,10 +58,24 @@ TEST_CASE("ckjit run: streams text / ends with a timing line / dumps one logits 
   CHECK(r.output.find("prefill 2 tok") != std::string::npos);
   CHECK(r.output.find("decode 4 tok") != std::string::npos);
   CHECK(fs::file_size(dump) == 5u * 151936u * 4u);
-  // Greedy is deterministic, also with another thread count.
-  CliResult r2 = run_ckjit("run -m " + q(f.model) + " -p 'Hello world' -n 5 -t 1 --ignore-eos");
-  auto text = [](const std::string& out) { return out.substr(out.find('\n', out.find("machine:")) + 1, 40); };
-  CHECK(text(r.output) == text(r2.output));
+  // Greedy is deterministic, also with another thread count: the same text on stdout (the
+  // diagnostics go to stderr) and the same logits bits.
+  const fs::path dump1 = f.dir / "greedy-t1.f32";
+  auto text = [&](const std::string& threads, const fs::path& to) {
+    return run_shell(std::string("('") + CKJIT_BINARY_PATH + "' run -m " + q(f.model) + " -p 'Hello world' -n 5 -t " + threads +
+                     " --ignore-eos --dump-logits " + q(to) + " 2>/dev/null)");
+  };
+  const CliResult a = text("2", f.dir / "greedy-t2.f32"), b = text("1", dump1);
+  CHECK(a.status == 0);
+  CHECK(b.status == 0);
+  CHECK_FALSE(a.output.empty());
+  CHECK(a.output == b.output);
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(bytes(dump) == bytes(dump1));
+  CHECK(bytes(f.dir / "greedy-t2.f32") == bytes(dump1));
 }
 
 TEST_CASE("ckjit run: --force feeds the given ids and dumps one row per forced id") {
@@ -76,29 +90,43 @@ TEST_CASE("ckjit run: --force feeds the given ids and dumps one row per forced i
   CHECK(fs::file_size(dump) == 6u * 151936u * 4u);
 }
 
-TEST_CASE("ckjit run: under every CKJIT_MAX_ISA this CPU runs / every weight takes that path's JIT kernels") {
+}  // TEST_SUITE
+
+namespace {
+// Under the cap, every weight takes that path's JIT kernels. Without a tuned profile (the cost
+// model plans): AMX tiles run only where `ckjit tune` chose them, so under the amx cap the GEMMs
+// take the AVX-512 kernels of the same panels.
+void check_cap_kernels(jit::IsaPath path) {
   const auto& f = files();
-  const topo::Isa cpu = topo::detect_isa();
-  int ran = 0;
-  for (jit::IsaPath path : {jit::IsaPath::Avx2, jit::IsaPath::AvxVnni, jit::IsaPath::Avx512, jit::IsaPath::Amx}) {
-    const std::string name = jit::isa_name(path);
-    CAPTURE(name);
-    if (!jit::isa_runs(path, cpu)) {
-      MESSAGE("CKJIT_MAX_ISA=" << name << ": not run, this CPU lacks it");
-      continue;
-    }
-    // Without a tuned profile (the cost model plans): AMX tiles run only where `ckjit tune` chose
-    // them, so under the amx cap the GEMMs take the AVX-512 kernels of the same panels.
-    CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'Hello' -n 2 -t 1 --ignore-eos -v --no-profile", "CKJIT_MAX_ISA=" + name);
-    CAPTURE(r.output);
-    CHECK(r.status == 0);
-    CHECK(r.output.find("ffn_gate: Q4_K x Q8_K") != std::string::npos);
-    const std::string planned = path == jit::IsaPath::Amx ? "avx512" : name;
-    CHECK(r.output.find("jit gemm " + planned) != std::string::npos);
-    CHECK(r.output.find("scalar reference") == std::string::npos);
-    ++ran;
-  }
-  CHECK(ran >= 1);  // AVX2 is the floor: it always runs
+  const std::string name = jit::isa_name(path);
+  CliResult r = run_ckjit("run -m " + q(f.model) + " -p 'Hello' -n 2 -t 1 --ignore-eos -v --no-profile", "CKJIT_MAX_ISA=" + name);
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("ffn_gate: Q4_K x Q8_K") != std::string::npos);
+  const std::string planned = path == jit::IsaPath::Amx ? "avx512" : name;
+  CHECK(r.output.find("jit gemm " + planned) != std::string::npos);
+  CHECK(r.output.find("scalar reference") == std::string::npos);
+}
+bool cpu_runs(jit::IsaPath p) { return jit::isa_runs(p, topo::detect_isa()); }
+}  // namespace
+
+TEST_SUITE("decoder") {
+
+TEST_CASE("ckjit run: CKJIT_MAX_ISA=avx2 (the floor) runs every weight on the avx2 JIT kernels") { check_cap_kernels(jit::IsaPath::Avx2); }
+
+TEST_CASE("ckjit run: CKJIT_MAX_ISA=avxvnni runs every weight on the avxvnni JIT kernels") {
+  if (!cpu_runs(jit::IsaPath::AvxVnni)) CKJIT_SKIP("this CPU has no AVX-VNNI (nor AVX512-VNNI)");
+  check_cap_kernels(jit::IsaPath::AvxVnni);
+}
+
+TEST_CASE("ckjit run: CKJIT_MAX_ISA=avx512 runs every weight on the avx512 JIT kernels") {
+  if (!cpu_runs(jit::IsaPath::Avx512)) CKJIT_SKIP("this CPU has no AVX-512");
+  check_cap_kernels(jit::IsaPath::Avx512);
+}
+
+TEST_CASE("ckjit run: CKJIT_MAX_ISA=amx runs every weight on the JIT kernels the untuned plans give (avx512 panels)") {
+  if (!cpu_runs(jit::IsaPath::Amx)) CKJIT_SKIP("this CPU has no usable AMX");
+  check_cap_kernels(jit::IsaPath::Amx);
 }
 
 TEST_CASE("ckjit run: bad input gives a clear message and a non-zero exit") {

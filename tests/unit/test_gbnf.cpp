@@ -27,7 +27,7 @@ std::string error_of(const std::string& g) {
 
 }  // namespace
 
-TEST_CASE("gbnf: rules / alternatives / groups / repetitions / comments and rules over several lines") {
+TEST_CASE("gbnf: rules / alternatives / groups / repetitions / comments and rules over several lines" * doctest::test_suite("structured")) {
   const Dfa d = compile_gbnf(R"(# an invoice line
 root ::= item ( "," ws item ){0,2} "."
 item ::=
@@ -40,7 +40,7 @@ ws   ::= [ \t]*
   for (const char* bad : {"a=1", "A=1.", "a=1234.", "a=1,b=2,c=3,d=4.", "a=.", "none,.", ""}) CHECK_MESSAGE(!accepts(d, bad), bad);
 }
 
-TEST_CASE("gbnf: literals and classes are code points written as UTF-8 / negated classes and '.' skip surrogates") {
+TEST_CASE("gbnf: literals and classes are code points written as UTF-8 / negated classes and '.' skip surrogates" * doctest::test_suite("structured")) {
   const Dfa d = compile_gbnf(R"(root ::= "\"" [^"\\\n]* "\"" " " [α-ω] "€" . "\x41\u00e9\U0001F600")");
   CHECK(accepts(d, "\"h\xC3\xA9llo \xF0\x9F\x98\x80\" \xCE\xB2\xE2\x82\xAC" "zA\xC3\xA9\xF0\x9F\x98\x80"));
   CHECK(accepts(d, "\"\" \xCF\x89\xE2\x82\xAC\xF4\x8F\xBF\xBF" "A\xC3\xA9\xF0\x9F\x98\x80"));  // '.' takes U+10FFFF
@@ -61,7 +61,7 @@ TEST_CASE("gbnf: literals and classes are code points written as UTF-8 / negated
   CHECK(wrong == 0);
 }
 
-TEST_CASE("gbnf: recursion / undefined rules / no root and bad syntax are errors naming the place") {
+TEST_CASE("gbnf: recursion / undefined rules / no root and bad syntax are errors naming the place" * doctest::test_suite("structured")) {
   CHECK(error_of("root ::= \"(\" root \")\" | \"x\"").find("refers back to itself") != std::string::npos);
   CHECK(error_of("root ::= a\na ::= b\nb ::= a").find("recursive") != std::string::npos);
   CHECK(error_of("root ::= missing").find("'missing' is not defined") != std::string::npos);

@@ -47,7 +47,7 @@ std::vector<uint8_t> with_orientation(std::vector<uint8_t> jpeg, int o, bool big
 
 }  // namespace
 
-TEST_CASE("exif: each orientation turns the stored pixels upright and the header reports the upright size") {
+TEST_CASE("exif: each orientation turns the stored pixels upright and the header reports the upright size" * doctest::test_suite("image")) {
   const std::vector<uint8_t> plain = fixture_jpeg();
   REQUIRE(plain.size() > 100);
   const Rgb8 stored = decode(plain, "plain");
@@ -74,7 +74,7 @@ TEST_CASE("exif: each orientation turns the stored pixels upright and the header
     }
 }
 
-TEST_CASE("exif: cut or foreign segments are read as no orientation") {
+TEST_CASE("exif: cut or foreign segments are read as no orientation" * doctest::test_suite("image")) {
   std::vector<uint8_t> tagged = with_orientation(fixture_jpeg(), 6, false);
   std::vector<uint8_t> cut(tagged.begin(), tagged.begin() + 20);
   CHECK(exif_orientation(cut) == 1);

@@ -9,7 +9,7 @@
 
 using namespace ckjit;
 
-TEST_CASE("grounding: bbox_2d boxes and box markers are rescaled from the 0-1000 grid to page pixels") {
+TEST_CASE("grounding: bbox_2d boxes and box markers are rescaled from the 0-1000 grid to page pixels" * doctest::test_suite("ocr")) {
   const std::string text = R"(```json
 [{"bbox_2d": [100, 200, 500, 1000], "label": "title"}, {"label": "total", "bbox_2d":[0,0, 1000 ,500]},
  {"bbox_2d": [1, 2, 3]}, {"bbox_2d": [-50, 10, 1200, 20.5]}]
@@ -28,7 +28,7 @@ TEST_CASE("grounding: bbox_2d boxes and box markers are rescaled from the 0-1000
   CHECK(grounding::find_boxes("no boxes here \"bbox_2d\": [1,2", 10, 10).empty());
 }
 
-TEST_CASE("repetition guard: a unit repeated past the limit fires and varied text or short runs do not") {
+TEST_CASE("repetition guard: a unit repeated past the limit fires and varied text or short runs do not" * doctest::test_suite("ocr")) {
   auto first_fire = [](const std::vector<int32_t>& ids, int repeats, int span) {
     RepetitionGuard g(repeats, span);
     for (size_t i = 0; i < ids.size(); ++i)

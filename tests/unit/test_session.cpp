@@ -267,7 +267,7 @@ TEST_CASE("bad batches are errors: empty / full context / no token and no embedd
 
 }  // TEST_SUITE
 
-TEST_CASE("the load memory estimate matches what loading the text model takes from the heap") {
+TEST_CASE("the load memory estimate matches what loading the text model takes from the heap" * doctest::test_suite("decoder")) {
 #if defined(__SANITIZE_ADDRESS__)
   CKJIT_SKIP("ASan's allocator does not report heap use through mallinfo2");
 #endif

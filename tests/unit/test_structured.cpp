@@ -62,7 +62,7 @@ std::string random_accepted(const Dfa& d, std::mt19937& rng) {
 
 }  // namespace
 
-TEST_CASE("json schema: objects with required and optional properties in order") {
+TEST_CASE("json schema: objects with required and optional properties in order" * doctest::test_suite("structured")) {
   const Dfa d = compile_json_schema(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"]})");
   CHECK(accepts(d, R"({"a":1})"));
   CHECK(accepts(d, R"({"a":-20,"b":"x"})"));
@@ -81,7 +81,7 @@ TEST_CASE("json schema: objects with required and optional properties in order")
   CHECK_FALSE(accepts(opt, R"({,"b":true})"));
 }
 
-TEST_CASE("json schema: strings count characters and accept only valid JSON strings") {
+TEST_CASE("json schema: strings count characters and accept only valid JSON strings" * doctest::test_suite("structured")) {
   const Dfa d = compile_json_schema(R"({"type":"string","minLength":1,"maxLength":3})");
   CHECK(accepts(d, R"("abc")"));
   CHECK(accepts(d, "\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\""));  // é € 😀: three characters
@@ -94,7 +94,7 @@ TEST_CASE("json schema: strings count characters and accept only valid JSON stri
   CHECK_FALSE(accepts(d, R"("\x")"));          // an unknown escape
 }
 
-TEST_CASE("json schema: numbers / enum / const / anyOf / arrays and references") {
+TEST_CASE("json schema: numbers / enum / const / anyOf / arrays and references" * doctest::test_suite("structured")) {
   const Dfa n = compile_json_schema(R"({"type":"number"})");
   for (const char* ok : {"0", "-0.5", "12e3", "1.25E-2", "9999999999999999"}) CHECK(accepts(n, ok));
   for (const char* bad : {"+1", ".5", "1.", "1e", "--1", "99999999999999999"}) CHECK_FALSE(accepts(n, bad));
@@ -114,7 +114,7 @@ TEST_CASE("json schema: numbers / enum / const / anyOf / arrays and references")
   CHECK_FALSE(accepts(any, R"({"a":1)"));
 }
 
-TEST_CASE("json schema: what is outside the subset is an error naming the keyword and the place") {
+TEST_CASE("json schema: what is outside the subset is an error naming the keyword and the place" * doctest::test_suite("structured")) {
   auto error_of = [](const char* schema) -> std::string {
     try {
       compile_json_schema(schema);
@@ -141,7 +141,7 @@ TEST_CASE("json schema: what is outside the subset is an error naming the keywor
   CHECK(error_of(deep.c_str()).find("nested deeper") != std::string::npos);
 }
 
-TEST_CASE("json schema: keywords imply their type / enum values keep the schema's type / and $ref unescapes ~0 and ~1") {
+TEST_CASE("json schema: keywords imply their type / enum values keep the schema's type / and $ref unescapes ~0 and ~1" * doctest::test_suite("structured")) {
   const Dfa items = compile_json_schema(R"({"minItems":2})");
   CHECK_FALSE(accepts(items, "[]"));
   CHECK(accepts(items, "[1,\"a\"]"));
@@ -158,7 +158,7 @@ TEST_CASE("json schema: keywords imply their type / enum values keep the schema'
   CHECK(accepts(ref, "1"));
 }
 
-TEST_CASE("json schema: random texts of the automaton parse and validate against the schema") {
+TEST_CASE("json schema: random texts of the automaton parse and validate against the schema" * doctest::test_suite("structured")) {
   const std::vector<std::string> schemas{kInvoice, R"({"type":"object"})",
                                          R"({"type":"array","items":{"anyOf":[{"type":"number"},{"type":"string","maxLength":2}]},"maxItems":4})",
                                          R"({"type":"object","additionalProperties":{"type":"integer"}})"};
@@ -178,7 +178,7 @@ TEST_CASE("json schema: random texts of the automaton parse and validate against
   }
 }
 
-TEST_CASE("token masks: the sorted walk allows exactly the tokens whose bytes keep the DFA alive") {
+TEST_CASE("token masks: the sorted walk allows exactly the tokens whose bytes keep the DFA alive" * doctest::test_suite("structured")) {
   const tok::Tokenizer tk(tokfix::qwen3_vocab());
   const auto vocab = std::make_shared<const TokenBytes>(tk, 151936);
   const auto dfa = std::make_shared<const Dfa>(compile_json_schema(kInvoice));

@@ -166,7 +166,7 @@ TEST_CASE("tiled attention: a batched prompt equals token-by-token evaluation bi
 
 }  // TEST_SUITE
 
-TEST_CASE("tile softmax: four rows at once in 16 lanes (the AVX-512 tile) give the 8-lane step's bits per row") {
+TEST_CASE("tile softmax: four rows at once in 16 lanes (the AVX-512 tile) give the 8-lane step's bits per row" * doctest::test_suite("jit")) {
   if (!jit::isa_runs(jit::IsaPath::Avx512, jit::runtime_isa())) CKJIT_SKIP("the avx512 path cannot run here");
   std::mt19937 g(5);
   std::normal_distribution<float> d(0.0f, 30.0f);
