@@ -2,6 +2,7 @@
 // served; a waiter whose client is gone leaves the line; shutdown wakes every waiter.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -61,7 +62,14 @@ TEST_CASE("serve pool: waiters get the session in arrival order and a gone waite
     wait_queued(pool, 3);
     held = Lease();  // give the session back: 0, 1, 3 get it in turn
     for (auto& t : waiters) t.join();
-    CHECK(order == std::vector<int>{-12, 0, 1, 3});
+    // Waiter 2 leaves the line before the session is given back, but its thread may record that
+    // after waiter 0 has recorded its turn: the served order is what is checked.
+    std::vector<int> served;
+    for (int x : order)
+      if (x >= 0) served.push_back(x);
+    CHECK(served == std::vector<int>{0, 1, 3});
+    CHECK(std::count(order.begin(), order.end(), -12) == 1);
+    CHECK(order.size() == 4);
     CHECK(pool.busy() == 0);
     CHECK(pool.queued() == 0);
     // Shutdown: a waiter gets an empty lease at once.
