@@ -25,12 +25,16 @@ for bin in "$@"; do
   fi
 done
 if [ -n "${CTEST_DIR:-}" ]; then
-  unlabelled="$(cd "$CTEST_DIR" && ctest --show-only=json-v1 | python3 -c '
+  if ! unlabelled="$(cd "$CTEST_DIR" && ctest --show-only=json-v1 | python3 -c '
 import json, sys
-for t in json.load(sys.stdin)["tests"]:
+tests = json.load(sys.stdin)["tests"]
+assert tests, "no ctest entries"
+for t in tests:
     if not any(p["name"] == "LABELS" and p["value"] for p in t.get("properties", [])):
-        print(t["name"])')"
-  if [ -n "$unlabelled" ]; then
+        print(t["name"])')"; then
+    echo "cannot list the ctest entries of $CTEST_DIR" >&2
+    status=1
+  elif [ -n "$unlabelled" ]; then
     echo "ctest entries without a label (put the case in a TEST_SUITE):" >&2
     echo "$unlabelled" >&2
     status=1

@@ -18,18 +18,27 @@ build() {  # build <dir> <build type> [targets...]; CMAKE_ARGS: more -D options
   if [ $# -gt 0 ]; then cmake --build "$ROOT/$dir" -j "$JOBS" --target "$@"; else cmake --build "$ROOT/$dir" -j "$JOBS"; fi
 }
 
-# Each stage's wall time, printed at the end (also when a stage fails).
+# Each stage's wall time, printed at the end; a stage that fails ends the script (set -e) and is
+# printed as failed.
 STAGES=()
+CURRENT_STAGE="" CURRENT_START=0
 stage() {  # stage NAME command...
-  local name="$1" t0=$SECONDS
+  CURRENT_STAGE="$1" CURRENT_START=$SECONDS
   shift
   "$@"
-  STAGES+=("$(printf '%-36s %5d s' "$name" $((SECONDS - t0)))")
+  STAGES+=("$(printf '%-36s %5d s' "$CURRENT_STAGE" $((SECONDS - CURRENT_START)))")
+  CURRENT_STAGE=""
 }
 print_stages() {
+  [ -z "$CURRENT_STAGE" ] || STAGES+=("$(printf '%-36s %5d s (failed)' "$CURRENT_STAGE" $((SECONDS - CURRENT_START)))")
   ((${#STAGES[@]})) || return 0
   echo "== stage times (wall):"
   printf '   %s\n' "${STAGES[@]}"
+}
+run_ctest() {  # run_ctest BUILD_DIR [ctest args...]
+  local dir="$1"
+  shift
+  (cd "$ROOT/$dir" && ctest --output-on-failure --no-tests=error -j "$JOBS" "$@")
 }
 
 case "$cmd" in
@@ -41,16 +50,16 @@ case "$cmd" in
     trap print_stages EXIT
     stage "setup" bash "$ROOT/tools/setup.sh"
     stage "build: Release" build build Release
-    stage "tests: Release" bash -c "cd '$ROOT/build' && ctest --output-on-failure -j '$JOBS' $*"
+    stage "tests: Release" run_ctest build "$@"
     # Under ASan+UBSan: everything but the slow suites and the long end-to-end runs (tests/README.md;
     # hostile input must fail cleanly there too); the benchmarks are not built (no test runs them).
-    CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: ASan+UBSan" build build-sanitize Sanitize
-    stage "tests: ASan+UBSan" bash -c "cd '$ROOT/build-sanitize' && ctest --output-on-failure -j '$JOBS' -LE '^(slow|e2e)$' $*"
+    CMAKE_ARGS="${CMAKE_ARGS:-} -DCKJIT_BUILD_PERF=OFF" stage "build: ASan+UBSan" build build-sanitize Sanitize
+    stage "tests: ASan+UBSan" run_ctest build-sanitize -LE '^(slow|e2e)$' "$@"
     # Under ThreadSanitizer: the cases with concurrent sessions (label threads: several sessions on one
     # model in several threads, the batcher, the thread pool under one page) and `ckjit serve
     # --parallel 2` with concurrent requests.
-    CMAKE_ARGS="-DCKJIT_BUILD_PERF=OFF" stage "build: TSan" build build-tsan Tsan ckjit_api_tests ckjit
-    stage "tests: TSan" bash -c "cd '$ROOT/build-tsan' && ctest --output-on-failure -j '$JOBS' -L '^(threads|tsan)$' $*"
+    CMAKE_ARGS="${CMAKE_ARGS:-} -DCKJIT_BUILD_PERF=OFF" stage "build: TSan" build build-tsan Tsan ckjit_api_tests ckjit
+    stage "tests: TSan" run_ctest build-tsan -L '^(threads|tsan)$' "$@"
     # libFuzzer (clang, ASan+UBSan): every input-surface target for a bounded time, JOBS at once; a crash fails.
     stage "fuzz: build and ${FUZZ_SECONDS:-45} s per target" bash "$ROOT/tests/fuzz/build.sh" "${FUZZ_SECONDS:-45}"
     ;;
@@ -59,7 +68,7 @@ case "$cmd" in
     # `.ci/run` (tools/dev.sh test) runs everything.
     trap print_stages EXIT
     stage "build: Release" build build Release
-    stage "tests: Release, not slow or e2e" bash -c "cd '$ROOT/build' && ctest --output-on-failure -j '$JOBS' -LE '^(slow|e2e)$' $*"
+    stage "tests: Release, not slow or e2e" run_ctest build -LE '^(slow|e2e)$' "$@"
     ;;
   test-arm64)
     # The portable layers (cmake/portable_subset.cmake) on AArch64: cortex-a76 (Advanced SIMD +

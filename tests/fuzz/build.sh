@@ -26,6 +26,7 @@ STB_UNCHECKED=(-fno-sanitize=pointer-overflow,nonnull-attribute,signed-integer-o
 JOBS="${JOBS:-$(nproc)}"
 # A small job pool: at most JOBS commands at once; `finish` waits for all and fails if any failed.
 pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT  # a stopped build leaves no compiler or fuzzer behind
 spawn() {
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 0.1; done
   "$@" &
