@@ -237,6 +237,15 @@ TEST_CASE("serve hostile: slow clients cannot hold the workers: /health answers 
   REQUIRE(h);
   CHECK(h->status == 200);
   CHECK(Clock::now() - t0 < std::chrono::seconds(2 * slow_factor()));
+  {
+    Conn k(s.port());  // answered by the triage too, under the same header line cap
+    std::string req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (int i = 0; i < 200; ++i) req += "X-Pad: " + std::to_string(i) + "\r\n";
+    k.send_all(req + "\r\n");
+    const std::string answer = k.read_until_close(5.0 * slow_factor());
+    CHECK(status_of(answer) != 200);
+    CHECK(k.closed());
+  }
 
   // Two more slow ones fill the line (2 places); the next request gets 503 with Retry-After at once.
   std::vector<std::unique_ptr<Conn>> waiting;

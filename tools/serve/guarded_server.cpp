@@ -377,6 +377,11 @@ void GuardedServer::Pool::triage_look(Waiting& w, std::vector<Waiting>& keep) {
   if (kind == Kind::Other) return hand_on(w.fd, path_of(h));
   if (!w.started) w.started = true, w.until = Clock::now() + kHealthRequest;
   const size_t end = h.find("\r\n\r\n");
+  if (kind == Kind::Health && end != std::string_view::npos &&
+      std::count(h.begin(), h.begin() + std::ptrdiff_t(end), '\n') >= server_.limits_.max_header_lines) {
+    ::close(w.fd);  // the same line cap as a worker's
+    return;
+  }
   if (kind == Kind::Health && end != std::string_view::npos) {
     char sink[kPeek];
     const ssize_t got = ::recv(w.fd, sink, end + 4, MSG_DONTWAIT);  // the request, taken now
