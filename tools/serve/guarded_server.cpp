@@ -348,11 +348,14 @@ void GuardedServer::Pool::triage_loop() {
     for (Waiting& w : watched) {
       const auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == w.fd; });
       const bool ready = w.idle || (it != fds.end() && it->revents != 0);
-      if (ready) triage_look(w, keep);
-      else if (Clock::now() >= w.until) {
+      if (Clock::now() >= w.until) {  // first: a connection that stays undecided must not stay for ever
         if (w.started) ::close(w.fd);  // a /health request that did not finish in time
         else hand_on(w.fd, "");         // no bytes yet: a place in line like any other request
-      } else keep.push_back(w);
+      } else if (ready) {
+        triage_look(w, keep);
+      } else {
+        keep.push_back(w);
+      }
     }
     watched.swap(keep);
   }
