@@ -12,7 +12,10 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 
   libcpp-httplib-dev nlohmann-json3-dev curl  # ckjit serve (HTTP, JSON) and its tests' client
   libpoppler-cpp-dev poppler-utils  # ckjit ocr: PDF pages rasterized (poppler-utils: test PDFs' checks)
   haproxy  # the scale-out recipe's load balancer (tests/serve)
-  slurm-wlm munge)  # the Slurm OCR recipe's test: a single-node cluster (tools/slurm/local_cluster.sh)
+  slurm-wlm munge  # the Slurm OCR recipe's test: a single-node cluster (tools/slurm/local_cluster.sh)
+  # tools/train_tiny_ocr (PyTorch forward, parity test, trainer): Debian's torch is for /usr/bin/python3;
+  # without libopenblas0-pthread it multiplies through the reference BLAS (6 vs 178 GFLOP/s measured)
+  python3-torch libopenblas0-pthread python3-pil fonts-dejavu-core)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
