@@ -197,3 +197,47 @@ def randomize(model: Qwen3VL, seed, gain=0.5):
             else:  # the norms' scales
                 p.copy_((QK_NORM if name.endswith(("q_norm", "k_norm")) else 1.0) * (1.0 + 0.1 * torch.randn(p.shape, generator=g)))
     return model
+
+
+UNUSED = 16.0  # first coordinate of every row the trained model never emits (train.py's docstring)
+
+
+def model_from_checkpoint(state, dtype=torch.float32):
+    """A train.py checkpoint as a full-vocabulary model: used rows (EMB0, trained rest), the others
+    (-UNUSED, 0, ...)."""
+    tc = TextConfig(**state["text"], n_vocab=151936)
+    vc = VisionConfig(**state["vision"])
+    model = Qwen3VL(tc, vc)
+    sd = {k: v for k, v in state["model"].items() if k != "text.embd"}
+    missing = model.load_state_dict(sd, strict=False).missing_keys
+    if missing != ["text.embd"]:
+        raise ValueError(f"checkpoint lacks {missing}")
+    full = torch.zeros(tc.n_vocab, tc.n_embd)
+    full[:, 0] = -UNUSED
+    used = torch.tensor(state["used"])
+    full[used, 0] = state["emb0"]
+    full[used, 1:] = state["emb_rest"]
+    with torch.no_grad():
+        model.text.embd = torch.nn.Parameter(full)
+    return model.to(dtype)
+
+
+def write_trained(checkpoint, template_path, text_path, mmproj_path):
+    state = torch.load(checkpoint)
+    write_pair(model_from_checkpoint(state), template_path, text_path, mmproj_path,
+               name=f"ckjit tiny ocr (step {state['step']})")
+    return state
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="a train.py checkpoint -> GGUF pair")
+    ap.add_argument("checkpoint")
+    ap.add_argument("--template", required=True, help="a qwen3vl GGUF with the Qwen3 tokenizer (ckjit synth writes one)")
+    ap.add_argument("--out", required=True, help="directory for tiny-ocr-Q8_0.gguf and mmproj-tiny-ocr-f16.gguf")
+    a = ap.parse_args()
+    import os
+    os.makedirs(a.out, exist_ok=True)
+    s = write_trained(a.checkpoint, a.template, os.path.join(a.out, "tiny-ocr-Q8_0.gguf"),
+                      os.path.join(a.out, "mmproj-tiny-ocr-f16.gguf"))
+    print(f"wrote {a.out}: step {s['step']}, level {s['level']}, best {s['best']}")

@@ -119,14 +119,14 @@ class VisionBlock(nn.Module):
         self.n_head = c.n_head
 
     def forward(self, z, cos, sin):
-        n, C = z.shape
+        B, n, C = z.shape
         H, dh = self.n_head, C // self.n_head
         q, k, v = self.qkv(rh(self.ln1(z))).split(C, dim=-1)
-        q, k, v = (t.view(n, H, dh).transpose(0, 1) for t in (q, k, v))  # [H, n, dh]
+        q, k, v = (t.view(B, n, H, dh).transpose(1, 2) for t in (q, k, v))  # [B, H, n, dh]
         q, k = rotate_half_apply(q, cos, sin), rotate_half_apply(k, cos, sin)
         q, k, v = rh(q), rh(k), rh(v)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), dim=-1)  # full attention, no mask
-        z = z + self.out(rh((att @ v).transpose(0, 1).reshape(n, C)))
+        z = z + self.out(rh((att @ v).transpose(1, 2).reshape(B, n, C)))
         return z + self.down(rh(gelu(self.up(rh(self.ln2(z))), exact=False)))
 
 
@@ -141,7 +141,8 @@ class Merger(nn.Module):
         self.fc1, self.fc2 = nn.Linear(4 * C, 4 * C), nn.Linear(4 * C, D)
 
     def forward(self, z, exact_gelu):
-        g = self.norm(z.reshape(-1, 4 * z.shape[-1])) if self.after else self.norm(z).reshape(-1, 4 * z.shape[-1])
+        g4 = lambda t: t.reshape(t.shape[0], -1, 4 * z.shape[-1])
+        g = self.norm(g4(z)) if self.after else g4(self.norm(z))
         return self.fc2(rh(gelu(self.fc1(rh(g)), exact_gelu)))
 
 
@@ -194,16 +195,20 @@ class Vision(nn.Module):
         return ang.cos().to(dtype), ang.sin().to(dtype)
 
     def forward(self, pixels, semantics="llama"):
-        """pixels [3, H, W] normalized; returns [n/4, 4 * out_dim]: [main | ds_0 | ds_1 | ds_2]."""
+        """pixels [3, H, W] or [B, 3, H, W] normalized (a batch: one size); returns [(B,) n/4, 4 * out_dim]:
+        [main | ds_0 | ds_1 | ds_2] per merged patch, and the merged grid (rows, cols)."""
+        if pixels.dim() == 3:
+            rows, grid = self.forward(pixels[None], semantics)
+            return rows[0], grid
         p = self.c.patch
-        _, H, W = pixels.shape
+        B, _, H, W = pixels.shape
         gh, gw = H // p, W // p
-        patches = pixels.reshape(3, gh, p, gw, p).permute(1, 3, 0, 2, 4).reshape(gh * gw, 3 * p * p)
+        patches = pixels.reshape(B, 3, gh, p, gw, p).permute(0, 2, 4, 1, 3, 5).reshape(B, gh * gw, 3 * p * p)
         w = (self.patch_w0 + self.patch_w1).reshape(self.c.n_embd, -1)
-        e = rh(patches) @ w.t() + self.patch_b  # [gh*gw, C], raster order
+        e = rh(patches) @ w.t() + self.patch_b  # [B, gh*gw, C], raster order
         rows, cols = self.merge_order(gh, gw)
         raster = rows * gw + cols
-        z = e[raster] + self.position_table(gh, gw).reshape(gh * gw, -1)[raster]
+        z = e[:, raster] + self.position_table(gh, gw).reshape(gh * gw, -1)[raster]
         cos, sin = self.rope(rows, cols, z.dtype)
         exact = semantics == "hf"
         ds = []
@@ -227,17 +232,19 @@ class TextLayer(nn.Module):
         self.c = c
 
     def forward(self, h, cos, sin, mask):
+        """h [B, T, E]; cos, sin [B, T, head_dim/2]."""
         c = self.c
-        T = h.shape[0]
+        B, T = h.shape[:2]
         x = rq(rms_norm(h, self.attn_norm, c.eps))
-        q = rms_norm(self.q(x).view(T, c.n_head, c.head_dim), self.q_norm, c.eps).transpose(0, 1)
-        k = rms_norm(self.k(x).view(T, c.n_head_kv, c.head_dim), self.k_norm, c.eps).transpose(0, 1)
-        v = rh(self.v(x).view(T, c.n_head_kv, c.head_dim).transpose(0, 1))
+        q = rms_norm(self.q(x).view(B, T, c.n_head, c.head_dim), self.q_norm, c.eps).transpose(1, 2)
+        k = rms_norm(self.k(x).view(B, T, c.n_head_kv, c.head_dim), self.k_norm, c.eps).transpose(1, 2)
+        v = rh(self.v(x).view(B, T, c.n_head_kv, c.head_dim).transpose(1, 2))
+        cos, sin = cos[:, None], sin[:, None]
         q, k = rh(rotate_half_apply(q, cos, sin)), rh(rotate_half_apply(k, cos, sin))
         rep = c.n_head // c.n_head_kv  # query head h uses KV head h // rep
-        k, v = k.repeat_interleave(rep, dim=0), v.repeat_interleave(rep, dim=0)
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         s = q @ k.transpose(-1, -2) / math.sqrt(c.head_dim) + mask
-        a = (torch.softmax(s, dim=-1) @ v).transpose(0, 1).reshape(T, -1)
+        a = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, -1)
         h = h + self.o(rq(a))
         x = rq(rms_norm(h, self.ffn_norm, c.eps))
         return h + self.down(rq(F.silu(self.gate(x)) * self.up(x)))
@@ -263,30 +270,37 @@ class Text(nn.Module):
         comp[(k % 3 == 2) & (k < 3 * s2)] = 2
         if semantics == "hf":
             comp[comp == 3] = 0  # HF turns the leftover pairs by t
-        p4 = torch.cat([pos.double(), torch.zeros(pos.shape[0], 1, dtype=torch.float64)], dim=1)
+        p4 = torch.cat([pos.double(), torch.zeros(*pos.shape[:-1], 1, dtype=torch.float64)], dim=-1)
         inv = c.rope_base ** (-2.0 * k.double() / c.head_dim)
-        ang = p4[:, comp] * inv
+        ang = p4[..., comp] * inv
         return ang.cos().to(dtype), ang.sin().to(dtype)
 
-    def forward(self, ids, image_rows, pos, semantics="llama"):
-        """ids [T] (-1 at image rows), image_rows [n_img, E*(1+n_deepstack)] in order of the -1s,
-        pos [T, 3]. Returns logits [T, V]."""
+    def forward(self, ids, image_rows, pos, semantics="llama", emb=None, hidden=False):
+        """ids [(B,) T] (-1 at image rows), image_rows [(B,) n_img, E*(1+n_deepstack)] in the order of
+        the -1s (every sequence of a batch has as many), pos [(B,) T, 3]. Returns logits [(B,) T, V].
+        emb: the embedding matrix, if not self.embd (training: the used rows only). hidden: return the
+        normed final hidden states instead (the caller multiplies only the rows it needs)."""
+        if ids.dim() == 1:
+            rows = None if image_rows is None else image_rows[None]
+            return self.forward(ids[None], rows, pos[None], semantics, emb, hidden)[0]
         c = self.c
         E = c.n_embd
+        emb = self.embd if emb is None else emb
         img = ids < 0
-        h = torch.zeros(ids.shape[0], E, dtype=self.embd.dtype)
-        h[~img] = self.embd[ids[~img]]
-        if image_rows is not None and img.any():
-            h[img] = image_rows[:, :E].to(h.dtype)
+        has_img = image_rows is not None and bool(img.any())
+        h = emb[ids.clamp(min=0)]
+        if has_img:
+            flat = image_rows.reshape(-1, image_rows.shape[-1]).to(h.dtype)
+            h = h.masked_scatter(img[..., None], flat[:, :E])
         cos, sin = self.mrope(pos, h.dtype, semantics)
-        T = ids.shape[0]
+        T = ids.shape[1]
         mask = torch.full((T, T), float("-inf"), dtype=h.dtype).triu(1)
         for il, layer in enumerate(self.layers):
             h = layer(h, cos, sin, mask)
-            if il < c.n_deepstack and image_rows is not None and img.any():
-                h = h.clone()
-                h[img] = h[img] + image_rows[:, (il + 1) * E:(il + 2) * E].to(h.dtype)
-        return rq(rms_norm(h, self.out_norm, c.eps)) @ self.embd.t()
+            if il < c.n_deepstack and has_img:
+                h = h + torch.zeros_like(h).masked_scatter(img[..., None], flat[:, (il + 1) * E:(il + 2) * E])
+        h = rq(rms_norm(h, self.out_norm, c.eps))
+        return h if hidden else h @ emb.t()
 
 
 class Qwen3VL(nn.Module):

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""ctest check of the trainer's tools: tokenizer.py gives ckjit's token ids (`ckjit run -v`) on 40
+sampled training texts (one and several lines); data.py's pages are the same bytes for the same seed
+and fit their canvas; data.cer is the Levenshtein rate. Exit 77: no torch/PIL for this python."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import PIL  # noqa: F401
+    import torch  # noqa: F401
+except ImportError as e:
+    print(f"check_tools: skipped: {e}")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data as D  # noqa: E402
+from tokenizer import Tokenizer  # noqa: E402
+
+
+def main():
+    ckjit = sys.argv[1]
+    ok = True
+    tok = Tokenizer()
+    with tempfile.TemporaryDirectory(prefix="ckjit-tools-") as tmp:
+        subprocess.run([ckjit, "synth", "--preset", "tiny", "--out", tmp, "--name", "t"], check=True, capture_output=True)
+        model = os.path.join(tmp, "t-Q4_K_M.gguf")
+        pages = D.Pages(99)
+        texts = [pages.sample(lv)[1] for lv in range(4) for _ in range(10)]
+        for text in texts:
+            r = subprocess.run([ckjit, "run", "-m", model, "-p", text, "-n", "1", "-v", "-t", "1"],
+                               capture_output=True, text=True)
+            m = re.search(r"^prompt ids: (.*)$", r.stderr, re.M)
+            want = [int(v) for v in m.group(1).split()] if m else None
+            if tok.encode(text) != want:
+                print(f"check_tools: {text!r}: tokenizer.py {tok.encode(text)} vs ckjit {want}")
+                ok = False
+            if tok.decode(tok.encode(text)) != text:
+                print(f"check_tools: {text!r} does not survive encode + decode")
+                ok = False
+    a, b = D.Pages(5).sample(3), D.Pages(5).sample(3)
+    if not (np.array_equal(a[0], b[0]) and a[1] == b[1]):
+        print("check_tools: the same seed gave two different pages")
+        ok = False
+    for lv in range(4):
+        img, text = D.Pages(lv).sample(lv)
+        H, W = img.shape[:2]
+        if W % 32 or H % 32 or W * H < 8 * 1024 or not text.strip():
+            print(f"check_tools: level {lv}: a {W}x{H} page with text {text!r}")
+            ok = False
+    for hyp, ref, want in (("abc", "abc", 0.0), ("", "abcd", 1.0), ("axc", "abc", 1 / 3), ("abcd", "abc", 1 / 3)):
+        if abs(D.cer(hyp, ref) - want) > 1e-12:
+            print(f"check_tools: cer({hyp!r}, {ref!r}) = {D.cer(hyp, ref)}, want {want}")
+            ok = False
+    print(f"check_tools: {'pass' if ok else 'FAIL'} ({len(texts)} texts tokenized like ckjit)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""Reads held-out rendered pages with a trained GGUF pair through PyTorch, ckjit (and llama.cpp's
+peer-cli with --peer) and prints each one's character error rate.
+
+    /usr/bin/python3 tools/train_tiny_ocr/evaluate.py --ckjit build/tools/ckjit -m TEXT.gguf --mmproj MM.gguf
+        [--pages 20] [--level 1] [--peer PEER] [--max-cer 0.05] [--max-gap 0.005] [--json OUT]
+
+Pages are data.py's, from seeds no training run draws (10^7 + level * 1000 + i). With --max-cer the
+exit status is 1 when ckjit's CER exceeds it or differs from torch's by more than --max-gap.
+Exit 77: no torch or PIL for this python (ctest reports it skipped).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+    from PIL import Image
+except ImportError as e:
+    print(f"evaluate: skipped: {e}")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data as D  # noqa: E402
+import export  # noqa: E402
+import qwen3vl as Q  # noqa: E402
+from tokenizer import Tokenizer  # noqa: E402
+
+HEAD = [Q.IM_START, 872, 198, Q.VISION_START]
+TAIL = [Q.IM_END, 198, Q.IM_START, 77091, 198]
+
+
+def pages(level, n):
+    out = []
+    for i in range(n):
+        img, text = D.Pages(10 ** 7 + level * 1000 + i).sample(level)
+        out.append((img, text))
+    return out
+
+
+@torch.no_grad()
+def torch_read(model, tok, img, max_new=64):
+    rows, grid = model.vision(Q.preprocess(img))
+    prompt = HEAD + [-1] * rows.shape[0] + [Q.VISION_END] + tok.encode(D.PROMPT) + TAIL
+    out = []
+    for _ in range(max_new):
+        seq = prompt + out
+        logits = model.text(torch.tensor(seq), rows, Q.positions(seq, grid))
+        nxt = int(logits[-1].argmax())
+        if nxt == Q.IM_END:
+            break
+        out.append(nxt)
+    return tok.decode(out)
+
+
+def cli_read(cmd, what):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"evaluate: {what} failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ckjit", required=True)
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--mmproj", required=True)
+    ap.add_argument("--pages", type=int, default=20)
+    ap.add_argument("--level", type=int, default=1)
+    ap.add_argument("--peer", help="llama.cpp's peer-cli: reads the same pages with the same files")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--max-cer", type=float)
+    ap.add_argument("--max-gap", type=float, default=0.005)
+    ap.add_argument("--json", help="write the per-page readings here")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the ckjit runs (e.g. CKJIT_MAX_ISA=avx2)")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    tok = Tokenizer()
+    model = None if a.no_torch else export.read_pair(a.model, a.mmproj, torch.float32)
+    env = dict(os.environ, **dict(kv.split("=", 1) for kv in a.env))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ckjit-eval-") as tmp:
+        for i, (img, text) in enumerate(pages(a.level, a.pages)):
+            path = os.path.join(tmp, f"page{i}.png")
+            Image.fromarray(img).save(path)
+            r = {"page": i, "size": f"{img.shape[1]}x{img.shape[0]}", "truth": text}
+            cmd = [a.ckjit, "run", "-m", a.model, "--mmproj", a.mmproj, "--image", path, "-p", D.PROMPT, "--chat",
+                   "-n", "64", "-t", str(a.threads)]
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if res.returncode != 0:
+                raise SystemExit(f"evaluate: ckjit failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-2000:]}")
+            r["ckjit"] = res.stdout[:-1] if res.stdout.endswith("\n") else res.stdout
+            if model is not None:
+                r["torch"] = torch_read(model, tok, img)
+            if a.peer:
+                out = json.loads(cli_read([a.peer, "image", "-m", a.model, "--mmproj", a.mmproj, "--image", path,
+                                           "-p", D.PROMPT, "--chat", "-n", "64"], "peer-cli"))
+                r["llama.cpp"] = out["text"].removesuffix("<|im_end|>")  # peer-cli prints the end token
+            rows.append(r)
+    who = [w for w in ("torch", "ckjit", "llama.cpp") if w in rows[0]]
+    cers = {w: float(np.mean([D.cer(r[w], r["truth"]) for r in rows])) for w in who}
+    for r in rows:
+        print(f"{r['page']:>3} {r['size']:>8}  truth {r['truth']!r}")
+        for w in who:
+            print(f"{'':>13}{w:>9} {r[w]!r}  (CER {D.cer(r[w], r['truth']):.3f})")
+    print("CER over", len(rows), "pages:", ", ".join(f"{w} {c:.4f}" for w, c in cers.items()))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"cer": cers, "pages": rows}, f, indent=1)
+    if a.max_cer is not None:
+        bad = cers["ckjit"] > a.max_cer or ("torch" in cers and abs(cers["ckjit"] - cers["torch"]) > a.max_gap)
+        print(f"evaluate: {'FAIL' if bad else 'pass'} (ckjit CER <= {a.max_cer}"
+              f"{f' and within {a.max_gap} of torch' if 'torch' in cers else ''})")
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
