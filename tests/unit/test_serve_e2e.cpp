@@ -14,6 +14,7 @@
 #include <future>
 
 #include "tests/unit/serve_process.h"
+#include "tests/unit/serve_error_check.h"
 #include "tests/unit/serve_test_util.h"
 
 using json = nlohmann::json;
@@ -57,20 +58,6 @@ std::string metrics_with(const Server& s, const std::string& line) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return body;
-}
-
-// A 4xx with an OpenAI error body whose code is `code`.
-void check_error(const httplib::Result& r, int status, const std::string& code) {
-  REQUIRE(r);
-  INFO(r->body);
-  CHECK(r->status == status);
-  const json j = json::parse(r->body, nullptr, false);
-  REQUIRE(j.is_object());
-  REQUIRE(j.contains("error"));
-  CHECK(j["error"]["message"].is_string());
-  CHECK_FALSE(j["error"]["message"].get<std::string>().empty());
-  CHECK(j["error"]["type"].is_string());
-  CHECK(j["error"]["code"] == code);
 }
 
 // The data: payloads of an SSE body, in order.
@@ -395,7 +382,7 @@ TEST_CASE("serve e2e: /v1/completions answers a raw prompt as a text_completion 
   for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true}, {"suffix", "x"}, {"best_of", 2}}) {
     json b = body;
     b[key] = value;
-    check_error(post_text(b), 400, "unsupported_parameter");
+    check_serve_error(post_text(b), 400, "unsupported_parameter");
   }
   // Legacy logprobs (a count): parallel arrays, the offsets where each token's text starts.
   json lp = body;
@@ -418,16 +405,16 @@ TEST_CASE("serve e2e: /v1/completions answers a raw prompt as a text_completion 
   }
   CHECK(joined == text);
   lp["logprobs"] = 6;
-  check_error(post_text(lp), 400, "invalid_request");
+  check_serve_error(post_text(lp), 400, "invalid_request");
   json two = body;
   two["prompt"] = {"a", "b"};
-  check_error(post_text(two), 400, "unsupported_parameter");
+  check_serve_error(post_text(two), 400, "unsupported_parameter");
   json none = body;
   none.erase("prompt");
-  check_error(post_text(none), 400, "invalid_request");
+  check_serve_error(post_text(none), 400, "invalid_request");
   json messages = body;
   messages["messages"] = json::array();
-  check_error(post_text(messages), 400, "unknown_parameter");
+  check_serve_error(post_text(messages), 400, "unknown_parameter");
 }
 
 TEST_CASE("serve e2e: two concurrent requests with parallel 2 both succeed and a disconnect mid-stream frees the session") {
@@ -501,38 +488,38 @@ TEST_CASE("serve e2e: limits and malformed requests get 4xx OpenAI errors and th
   Server s({"--max-body-mb", "1", "--image-max-pixels", "250000", "--max-tokens-limit", "16", "-c", "128"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   auto c = s.client();
-  check_error(c->Post("/v1/chat/completions", "{\"messages\": [", "application/json"), 400, "invalid_json");
-  check_error(c->Post("/v1/chat/completions", text_body("hi").dump(), "text/plain"), 415, "unsupported_media_type");
+  check_serve_error(c->Post("/v1/chat/completions", "{\"messages\": [", "application/json"), 400, "invalid_json");
+  check_serve_error(c->Post("/v1/chat/completions", text_body("hi").dump(), "text/plain"), 415, "unsupported_media_type");
   json unknown = text_body("hi");
   unknown["model"] = "gpt-17";
-  check_error(post(s, unknown), 404, "model_not_found");
-  check_error(post(s, text_body("hi", 17)), 400, "max_tokens_too_large");
+  check_serve_error(post(s, unknown), 404, "model_not_found");
+  check_serve_error(post(s, text_body("hi", 17)), 400, "max_tokens_too_large");
   std::string words;
   for (int i = 0; i < 200; ++i) words += "word ";
-  check_error(post(s, text_body(words)), 400, "context_length_exceeded");
+  check_serve_error(post(s, text_body(words)), 400, "context_length_exceeded");
   json not_image = image_body(image("square-64.png"));
   not_image["messages"][0]["content"][0]["image_url"]["url"] = "data:text/plain;base64," + serve_base64("hello");
-  check_error(post(s, not_image), 400, "invalid_image");
+  check_serve_error(post(s, not_image), 400, "invalid_image");
   not_image["messages"][0]["content"][0]["image_url"]["url"] = "data:image/png;base64,!!!!";
-  check_error(post(s, not_image), 400, "invalid_image");
+  check_serve_error(post(s, not_image), 400, "invalid_image");
   // A PNG whose header is fine and whose data is cut: refused when it is decoded.
   const std::string png = serve_file_bytes(image("square-64.png"));
   not_image["messages"][0]["content"][0]["image_url"]["url"] = "data:image/png;base64," + serve_base64(png.substr(0, png.size() / 2));
-  check_error(post(s, not_image), 400, "invalid_image");
+  check_serve_error(post(s, not_image), 400, "invalid_image");
   not_image["messages"][0]["content"][0]["image_url"]["url"] = "file://" + image("square-64.png");
-  check_error(post(s, not_image), 403, "local_images_disabled");
-  check_error(post(s, image_body(image("big-640x480.jpg"))), 400, "image_too_large");  // 307200 pixels
+  check_serve_error(post(s, not_image), 403, "local_images_disabled");
+  check_serve_error(post(s, image_body(image("big-640x480.jpg"))), 400, "image_too_large");  // 307200 pixels
   // 408 x 528: under the pixel limit, but its ~220 rows do not fit the 128-token context.
-  check_error(post(s, image_body(image("page-small.png"))), 400, "context_length_exceeded");
+  check_serve_error(post(s, image_body(image("page-small.png"))), 400, "context_length_exceeded");
   json big = text_body("hi");
   big["padding"] = std::string(1200 * 1024, 'x');
   auto r413 = post(s, big);
-  if (r413) check_error(r413, 413, "body_too_large");  // else the server closed before the client finished sending: also a refusal
-  check_error(c->Get("/no/such/route"), 404, "http_404");
+  if (r413) check_serve_error(r413, 413, "body_too_large");  // else the server closed before the client finished sending: also a refusal
+  check_serve_error(c->Get("/no/such/route"), 404, "http_404");
   // Streaming requests are validated before the stream starts: a plain 4xx too.
   json stream_bad = text_body("hi", 17);
   stream_bad["stream"] = true;
-  check_error(post(s, stream_bad), 400, "max_tokens_too_large");
+  check_serve_error(post(s, stream_bad), 400, "max_tokens_too_large");
 
   auto ok = post(s, text_body("hi", 3));
   REQUIRE(ok);
@@ -555,12 +542,12 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
     json b = text_body("hi");
     b[key] = json::array({1});
     auto r = post(s, b);
-    check_error(r, 400, std::string(key) == "frobnicate" ? "unknown_parameter" : "unsupported_parameter");
+    check_serve_error(r, 400, std::string(key) == "frobnicate" ? "unknown_parameter" : "unsupported_parameter");
     if (r) CHECK(r->body.find(key) != std::string::npos);
   }
   json b = text_body("hi");
   b["n"] = 17;
-  check_error(post(s, b), 400, "invalid_request");
+  check_serve_error(post(s, b), 400, "invalid_request");
   b["n"] = 1;
   b["logprobs"] = false;
   b["user"] = "someone";
@@ -570,10 +557,10 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   REQUIRE(fine);
   CHECK(fine->status == 200);
   b["top_logprobs"] = 2;  // without logprobs: true
-  check_error(post(s, b), 400, "invalid_request");
+  check_serve_error(post(s, b), 400, "invalid_request");
   b["logprobs"] = true;
   b["top_logprobs"] = 21;
-  check_error(post(s, b), 400, "invalid_request");
+  check_serve_error(post(s, b), 400, "invalid_request");
   b.erase("logprobs");
   b.erase("top_logprobs");
   // Structured output: the answer is a value of the schema; a schema outside the subset is a 400.
@@ -592,9 +579,9 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   CHECK(value["n"].is_number_integer());
   CHECK((value["kind"] == "x" || value["kind"] == "y"));
   structured["response_format"]["json_schema"]["schema"] = {{"type", "string"}, {"pattern", "^a"}};
-  check_error(post(s, structured), 400, "invalid_json_schema");
+  check_serve_error(post(s, structured), 400, "invalid_json_schema");
   structured["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"shema", schema}}}};
-  check_error(post(s, structured), 400, "unknown_parameter");
+  check_serve_error(post(s, structured), 400, "unknown_parameter");
   // llama-server's grammar field: GBNF.
   json gram = text_body("hi", 20);
   gram["grammar"] = R"(root ::= ("yes" | "no") "." )";
@@ -604,18 +591,18 @@ TEST_CASE("serve e2e: every field is honoured or refused by name and finish_reas
   const std::string said = json::parse(g->body)["choices"][0]["message"]["content"].get<std::string>();
   CHECK((said == "yes." || said == "no."));
   gram["grammar"] = "root ::= root";
-  check_error(post(s, gram), 400, "invalid_grammar");
+  check_serve_error(post(s, gram), 400, "invalid_grammar");
   b.erase("response_format");
   b["messages"][0]["name"] = "bob";
-  check_error(post(s, b), 400, "unsupported_parameter");
+  check_serve_error(post(s, b), 400, "unsupported_parameter");
   b["messages"][0].erase("name");
   b["logit_bias"] = {{"999999999", 5}};
-  check_error(post(s, b), 400, "invalid_request");
+  check_serve_error(post(s, b), 400, "invalid_request");
   b["logit_bias"] = {{"12", 101}};
-  check_error(post(s, b), 400, "invalid_request");
+  check_serve_error(post(s, b), 400, "invalid_request");
   json so = text_body("hi");
   so["stream_options"] = {{"include_usage", true}};  // without stream: true
-  check_error(post(s, so), 400, "invalid_request");
+  check_serve_error(post(s, so), 400, "invalid_request");
 
   // The developer role is the system message.
   json dev = text_body("hi", 3, 4), sys = text_body("hi", 3, 4);
@@ -777,10 +764,10 @@ TEST_CASE("serve e2e: n choices are the requests with seeds seed+i and logprobs 
   CHECK(js["usage"]["prompt_tokens"].get<int>() < full["usage"]["prompt_tokens"].get<int>());
   CHECK(full["usage"]["prompt_tokens"].get<int>() - js["usage"]["prompt_tokens"].get<int>() >= 5);  // 9 rows, then at most 4
   small["image_max_tokens"] = 65;
-  check_error(post(s, small), 400, "invalid_request");
+  check_serve_error(post(s, small), 400, "invalid_request");
   small["image_max_tokens"] = 16;
   small["image_min_tokens"] = 32;
-  check_error(post(s, small), 400, "invalid_request");
+  check_serve_error(post(s, small), 400, "invalid_request");
   CHECK(s.process().stop() == 0);
 }
 
@@ -788,10 +775,10 @@ TEST_CASE("serve e2e: /tokenize and /detokenize round trip and --api-key guards 
   Server s({"--api-key", "sekrit", "--cors", "https://app.example"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   auto c = s.client();
-  check_error(c->Get("/v1/models"), 401, "invalid_api_key");
-  check_error(post(s, text_body("hi")), 401, "invalid_api_key");
+  check_serve_error(c->Get("/v1/models"), 401, "invalid_api_key");
+  check_serve_error(post(s, text_body("hi")), 401, "invalid_api_key");
   httplib::Headers wrong = {{"Authorization", "Bearer sekriT"}};
-  check_error(c->Get("/v1/models", wrong), 401, "invalid_api_key");
+  check_serve_error(c->Get("/v1/models", wrong), 401, "invalid_api_key");
   auto health = c->Get("/health");
   REQUIRE(health);
   CHECK(health->status == 200);
@@ -821,9 +808,9 @@ TEST_CASE("serve e2e: /tokenize and /detokenize round trip and --api-key guards 
   REQUIRE(det);
   REQUIRE(det->status == 200);
   CHECK(json::parse(det->body)["content"] == "Hello world<|im_end|>");
-  check_error(c->Post("/detokenize", json{{"tokens", {-1}}}.dump(), "application/json"), 400, "invalid_request");
-  check_error(c->Post("/tokenize", json{{"text", "x"}}.dump(), "application/json"), 400, "unknown_parameter");
-  check_error(c->Post("/tokenize", "nope", "application/json"), 400, "invalid_json");
+  check_serve_error(c->Post("/detokenize", json{{"tokens", {-1}}}.dump(), "application/json"), 400, "invalid_request");
+  check_serve_error(c->Post("/tokenize", json{{"text", "x"}}.dump(), "application/json"), 400, "unknown_parameter");
+  check_serve_error(c->Post("/tokenize", "nope", "application/json"), 400, "invalid_json");
   CHECK(s.process().stop() == 0);
 }
 
@@ -857,7 +844,7 @@ TEST_CASE("serve e2e: SIGTERM drains: the request in flight finishes whole and n
   s.process().signal(SIGTERM);
   CHECK(health_is(s, 503));
   auto refused = post(s, text_body("hi", 2));
-  check_error(refused, 503, "shutting_down");
+  check_serve_error(refused, 503, "shutting_down");
   if (refused) CHECK(refused->get_header_value("Retry-After") == "1");
   auto r = running.answer.get();
   REQUIRE(r);
@@ -882,7 +869,7 @@ TEST_CASE("serve e2e: past --max-queue a request gets 503 server_busy with Retry
   for (int i = 0; i < 500 && metric(s, "ckjit_queue_depth") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(metric(s, "ckjit_queue_depth") == 1);
   auto busy = post(s, text_body("One more", 3));
-  check_error(busy, 503, "server_busy");
+  check_serve_error(busy, 503, "server_busy");
   if (busy) {
     CHECK(busy->get_header_value("Retry-After") == "1");
     CHECK(busy->body.find("--max-queue 1") != std::string::npos);
@@ -925,14 +912,14 @@ TEST_CASE("serve e2e: a second SIGINT stops at once and a drain past --drain-sec
     // A generation the signal cut short is no finished answer: 503 shutting_down (or the connection
     // closed); no hang, and never a 200 that looks complete.
     auto r = running.answer.get();
-    if (r) check_error(r, 503, "shutting_down");
+    if (r) check_serve_error(r, 503, "shutting_down");
   }
   Server s({"-c", "4096", "--max-tokens-limit", "3000", "--drain-seconds", "1"});
   REQUIRE_MESSAGE(s.ok(), s.log());
   LongRequest running(s, 3000);
   CHECK(s.process().stop(SIGTERM) == 0);
   auto r = running.answer.get();
-  if (r) check_error(r, 503, "shutting_down");
+  if (r) check_serve_error(r, 503, "shutting_down");
   CHECK(s.log().find("still running after 1 s") != std::string::npos);
 }
 

@@ -20,6 +20,7 @@
 
 #include "tests/unit/cli_run.h"
 #include "tests/unit/serve_process.h"
+#include "tests/unit/serve_error_check.h"
 #include "tests/unit/serve_test_util.h"
 
 using json = nlohmann::json;
@@ -132,15 +133,6 @@ void still_serving(const Server& s, const std::string& expected) {
   CHECK(answer_text(s) == expected);
 }
 
-void check_error(const httplib::Result& r, int status, const std::string& code) {
-  REQUIRE(r);
-  INFO(r->body);
-  CHECK(r->status == status);
-  const json j = json::parse(r->body, nullptr, false);
-  REQUIRE(j.is_object());
-  CHECK(j["error"]["code"] == code);
-}
-
 std::string deep(const std::string& open, const std::string& close, size_t n) {
   std::string s;
   s.reserve((open.size() + close.size()) * n);
@@ -170,13 +162,13 @@ TEST_CASE("serve hostile: JSON nested a million deep (arrays or objects in a fie
                                   schema + deep("[", "]", n) + "}}}",
                                   schema + deep(R"({"items":)", "}", n) + "}}}"}) {
     auto r = c->Post("/v1/chat/completions", body, "application/json");
-    check_error(r, 400, "invalid_json");
+    check_serve_error(r, 400, "invalid_json");
     CHECK(r->body.find("deeper than 64") != std::string::npos);
   }
-  check_error(c->Post("/tokenize", R"({"content":)" + deep("[", "]", n) + "}", "application/json"), 400, "invalid_json");
-  check_error(c->Post("/detokenize", R"({"tokens":)" + deep("[", "]", n) + "}", "application/json"), 400, "invalid_json");
+  check_serve_error(c->Post("/tokenize", R"({"content":)" + deep("[", "]", n) + "}", "application/json"), 400, "invalid_json");
+  check_serve_error(c->Post("/detokenize", R"({"tokens":)" + deep("[", "]", n) + "}", "application/json"), 400, "invalid_json");
   // 63 levels inside the body's object still parse: the field's own check answers.
-  check_error(c->Post("/v1/chat/completions", head + R"("stop":)" + deep("[", "]", 62) + "}", "application/json"), 400, "invalid_request");
+  check_serve_error(c->Post("/v1/chat/completions", head + R"("stop":)" + deep("[", "]", 62) + "}", "application/json"), 400, "invalid_request");
   still_serving(s, before);
   CHECK(s.process().stop() == 0);
 }
