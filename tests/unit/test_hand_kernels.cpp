@@ -1,17 +1,22 @@
 // The hand-written kernels' copies (jit/hand_kernels.h): which copy each op takes for an Isa (caps
-// included), and that the portable twins give the x86 copies' bytes: the f16 row conversions.
+// included), and that the portable twins give the x86 copies' bytes — the f16 row conversions,
+// the GELU table rows, and the KV cache written through them.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
+#include "graph/kv_cache.h"
 #include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "runtime/quants/f16_rows.h"
 #include "runtime/quants/quants.h"
 #include "skip.h"
+#include "topology/workers.h"
+#include "vision/vision_ops.h"
 
 using namespace ckjit;
 using jit::HandIsa;
@@ -93,6 +98,63 @@ TEST_CASE("hand kernels: the portable f16 row twins give the AVX2 + F16C copies'
     quant::round_f16_rows(x.data(), r1.data(), n);
     CHECK(same_bytes(r0.data(), r1.data(), r0.size() * 4));
   }
+}
+
+TEST_CASE("hand kernels: the portable GELU rows give the AVX2 copy's bytes") {
+  if (!x86_copies_run()) {
+    CKJIT_SKIP("AVX2 + FMA + F16C not usable here: no x86 copy to compare");
+  }
+  const vision::GeluTable x86(jit::runtime_isa()), portable{topo::Isa{}};
+  std::vector<float> x = edge_floats();
+  for (float v : {-10.0f, 10.0f, -10.000001f, 9.999999f, -9.999999f, 10.000001f}) x.push_back(v);
+  x.resize(x.size() / 8 * 8 + 5);  // a tail
+  std::vector<float> a = x, b = x;
+  Workers pool(2);
+  x86.apply(pool, a.data(), int64_t(a.size()), 1, int64_t(a.size()));
+  portable.apply(pool, b.data(), int64_t(b.size()), 1, int64_t(b.size()));
+  CHECK(same_bytes(a.data(), b.data(), a.size() * 4));
+}
+
+TEST_CASE("hand kernels: a KV cache written through the portable twins holds the same halves") {
+  if (!x86_copies_run()) {
+    CKJIT_SKIP("AVX2 + FMA + F16C not usable here: no x86 copy to compare");
+  }
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 30.0f);
+  for (graph::KvLayout layout : {graph::KvLayout::rows, graph::KvLayout::panels})
+    for (int panel : {8, 16})
+      for (int64_t dh : {64, 144, 256}) {  // 144, 256: past the 128-dim chunks of the panel writes
+        CAPTURE(int(layout));
+        CAPTURE(panel);
+        CAPTURE(dh);
+        const int64_t n_ctx = 48, n_kv = 2, width = n_kv * dh;  // whole panels: no unwritten lanes
+        graph::KvCache x86(2, n_ctx, n_kv, dh, layout, panel, jit::runtime_isa());
+        graph::KvCache portable(2, n_ctx, n_kv, dh, layout, panel, topo::Isa{});
+        std::vector<float> k(static_cast<size_t>(width)), v(static_cast<size_t>(width));
+        for (int64_t l = 0; l < 2; ++l)
+          for (int64_t slot = 0; slot < n_ctx; ++slot) {
+            for (auto& f : k) f = nd(rng);
+            for (auto& f : v) f = nd(rng);
+            x86.write(l, slot, k.data(), v.data());
+            portable.write(l, slot, k.data(), v.data());
+          }
+        for (int64_t l = 0; l < 2; ++l) x86.seal(l, n_ctx), portable.seal(l, n_ctx);
+        std::vector<std::vector<uint16_t>> runs;
+        x86.for_each_run(n_ctx, [&](const uint16_t* p, size_t c) { runs.emplace_back(p, p + c); });
+        size_t i = 0;
+        bool same = true;
+        portable.for_each_run(n_ctx, [&](const uint16_t* p, size_t c) {
+          same = same && runs[i].size() == c && same_bytes(runs[i].data(), p, c * 2);
+          ++i;
+        });
+        CHECK(i == runs.size());
+        CHECK(same);
+        // Against f32_to_f16 of the last slot's values, read back through the panels or rows.
+        const uint16_t* vr = x86.v_rows(1);
+        const float v0 = v[0];
+        if (layout == graph::KvLayout::rows) CHECK(vr[(n_ctx - 1) * width] == quant::f32_to_f16(v0));
+        else CHECK(vr[(n_ctx - 1) * panel] == quant::f32_to_f16(v0));
+      }
 }
 
 }  // TEST_SUITE
