@@ -2,7 +2,7 @@
 // llama.cpp's CPU flash-attention row (ggml ops.cpp flash_attn_ext_f16_one_chunk, AVX-512), written
 // once over its per-ISA pieces so every copy of it runs the same softmax (one std::exp, one order).
 // Per query row and head: Q rounded to f16; s = vec_dot_f16(k, q) (4 x 16-lane f32 FMA accumulators
-// over 64-element steps, reduced (a0+a2)+(a1+a3) then _mm512_reduce_add_ps, tail in double) * scale;
+// over 64-element steps, reduced (a0+a2)+(a1+a3) then GCC's zmm reduce-add tree, tail in double) * scale;
 // online softmax with the weighted V sum kept in an f16 buffer: on a new maximum the buffer is
 // scaled by expf(Mold - M) (rounded to f16), then buffer = f16(fma(v, vs, buffer)); S = S*ms + vs;
 // finally out = f32(buffer) * (1/S).

@@ -18,7 +18,7 @@ struct Portable {
   static void to_f16(const float* x, uint16_t* y, int64_t n) { quant::f32_to_f16_rows(x, y, n); }
 
   // 4 accumulators of 16 lanes over 64-element steps, (a0 + a2) + (a1 + a3) per lane, then GCC's
-  // _mm512_reduce_add_ps tree: t3 = hi + lo (8 lanes), t6 = upper + lower 4 lanes of t3, result
+  // zmm reduce-add tree (avx512fintrin.h): t3 = hi + lo (8 lanes), t6 = upper + lower 4 lanes of t3, result
   // (t6[0] + t6[2]) + (t6[1] + t6[3]); the tail in double.
   static float dot(const uint16_t* x, const float* y, int64_t n) {
     const int64_t np = n & ~int64_t(63);

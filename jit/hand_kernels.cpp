@@ -33,6 +33,7 @@ constexpr Row kRows[] = {
     {HandOp::q8k_quantize, HandIsa::avx2, avx2_fma},
     {HandOp::decode_dots, HandIsa::avx512, avx512_dots},
     {HandOp::decode_dots, HandIsa::avx2, avx2_fma_f16c},
+    {HandOp::rope_rows, HandIsa::avx2, avx2_fma},
 };
 
 // Each row names a copy hand_copies lists for its op, the op's rows in that order: what the

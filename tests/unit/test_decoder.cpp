@@ -153,7 +153,7 @@ TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector / 
 
 TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k / k+64) and leaves llama.cpp's e pairs alone") {
   const int32_t sec[4] = {24, 20, 20, 0};
-  Rope rope(128, 5e6f, sec);
+  Rope rope(128, 5e6f, sec, jit::runtime_isa());
   const int64_t pos = 1000;
   std::vector<float> c(64), s(64);
   rope.angles(Position::text(pos), c.data(), s.data());

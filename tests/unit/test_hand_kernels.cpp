@@ -1,6 +1,6 @@
 // The hand-written kernels' copies (jit/hand_kernels.h): which copy each op takes for an Isa (caps
 // included), and that the portable twins give the x86 copies' bytes — the f16 row conversions,
-// the GELU table rows, and the KV cache written through them.
+// the GELU table rows, the RoPE rotation, and the KV cache written through them.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/kv_cache.h"
+#include "graph/rope.h"
 #include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "runtime/quants/f16_rows.h"
@@ -63,7 +64,8 @@ TEST_SUITE("jit") {
 TEST_CASE("hand kernels: each op takes the first copy the Isa runs - the portable twin below them") {
   topo::Isa avx2;
   avx2.avx = avx2.avx2 = avx2.fma = avx2.f16c = true;
-  for (HandOp op : {HandOp::f16_rows, HandOp::attention_rows, HandOp::swiglu, HandOp::q8k_quantize, HandOp::decode_dots}) {
+  for (HandOp op : {HandOp::f16_rows, HandOp::attention_rows, HandOp::swiglu, HandOp::q8k_quantize, HandOp::decode_dots,
+                    HandOp::rope_rows}) {
     CAPTURE(int(op));
     CHECK(jit::hand_isa(op, topo::Isa{}) == HandIsa::portable);
     CHECK(jit::hand_isa(op, avx2) == HandIsa::avx2);
@@ -71,6 +73,7 @@ TEST_CASE("hand kernels: each op takes the first copy the Isa runs - the portabl
   topo::Isa wide = avx2;
   wide.avx512f = wide.avx512bw = wide.avx512dq = wide.avx512vl = wide.avx512vnni = true;
   CHECK(jit::hand_isa(HandOp::f16_rows, wide) == HandIsa::avx2);  // no AVX-512 copy
+  CHECK(jit::hand_isa(HandOp::rope_rows, wide) == HandIsa::avx2);
   for (HandOp op : {HandOp::attention_rows, HandOp::swiglu, HandOp::q8k_quantize, HandOp::decode_dots})
     CHECK(jit::hand_isa(op, wide) == HandIsa::avx512);
   wide.avx512vnni = false;  // decode's two-row dots ask for the avx512 kernel path (with VNNI)
@@ -113,6 +116,26 @@ TEST_CASE("hand kernels: the portable GELU rows give the AVX2 copy's bytes") {
   x86.apply(pool, a.data(), int64_t(a.size()), 1, int64_t(a.size()));
   portable.apply(pool, b.data(), int64_t(b.size()), 1, int64_t(b.size()));
   CHECK(same_bytes(a.data(), b.data(), a.size() * 4));
+}
+
+TEST_CASE("hand kernels: the portable RoPE rotation gives the AVX2 + FMA copy's bytes") {
+  if (!x86_copies_run()) {
+    CKJIT_SKIP("AVX2 + FMA + F16C not usable here: no x86 copy to compare");
+  }
+  const int32_t sec[4] = {24, 20, 20, 0};
+  const graph::Rope x86(128, 5e6f, sec, jit::runtime_isa()), portable(128, 5e6f, sec, topo::Isa{});
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> c(64), s(64), a(size_t(8 * 128));
+  for (int64_t pos : {0, 1, 77, 4000, 262143}) {
+    x86.angles(graph::Position::text(pos), c.data(), s.data());
+    for (auto& f : a) f = nd(rng);
+    std::vector<float> b = a;
+    x86.apply(a.data(), 8, c.data(), s.data());
+    portable.apply(b.data(), 8, c.data(), s.data());
+    CAPTURE(pos);
+    CHECK(same_bytes(a.data(), b.data(), a.size() * 4));
+  }
 }
 
 TEST_CASE("hand kernels: a KV cache written through the portable twins holds the same halves") {
