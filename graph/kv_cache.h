@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "topology/isa.h"
+
 namespace ckjit::graph {
 
 enum class KvLayout { rows, panels };
@@ -18,8 +20,10 @@ class KvCache {
  public:
   // Not zero-filled: a position is written before it is read, and untouched pages of a long
   // context are never faulted in (panels: see write()).
-  // panel: P of the panel layout (8 or 16; head_dim a multiple of it).
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout, int panel = 8);
+  // panel: P of the panel layout (8 or 16; head_dim a multiple of it). isa: the load's, for the
+  // copy of the f32 -> f16 conversion writes run (jit::hand_isa, HandOp::f16_rows).
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, KvLayout layout, int panel,
+          const topo::Isa& isa);
 
   KvLayout layout() const { return layout_; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -86,6 +90,7 @@ class KvCache {
   KvLayout layout_;
   int panel_;
   size_t layer_elems_;
+  void (*to_f16_)(const float* x, uint16_t* y, int64_t n);  // the copy chosen for the load's Isa
   std::unique_ptr<uint16_t[]> k_, v_;
 };
 

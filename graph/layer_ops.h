@@ -30,9 +30,9 @@ struct AttentionShape {
 };
 int64_t attention_scratch_floats(int64_t head_dim, int64_t n_ctx);
 
-// The attention op with its implementation chosen once, from an ordered list, for the given Isa:
-// "avx512" (AVX512F) else "avx2" (AVX2 + FMA + F16C, the floor: below it the constructor throws
-// ckjit::Error). Both give the same bits; only the instructions differ.
+// The attention op with its copy chosen once for the given Isa by jit::hand_isa (jit/hand_kernels.h):
+// "avx512" (AVX512F), "avx2" (AVX2 + FMA + F16C) or "portable" (the C++ twin, any CPU). All give
+// the same bits; only the instructions differ (layer_ops_kernels.h).
 inline constexpr int64_t kMaxHeadDim = 512;  // the query row is widened on the stack
 
 class Attention {
@@ -57,7 +57,7 @@ class Attention {
 // its vectorised expf: exponent n by the 1.5*2^23 trick, two-step ln2 reduction, degree-5 polynomial,
 // scalef; silu = x / (1 + exp(-x))) on every 16-element chunk, and g / (1 + std::exp(-g)) * u on the
 // n % 16 elements after the last one (llama.cpp's scalar tail). Any n. Chosen once like Attention:
-// "avx512" (AVX512F + DQ) else "avx2" (the floor; throws below it); bit-identical to each other.
+// "avx512" (AVX512F + DQ), "avx2" (AVX2 + FMA + F16C) or "portable"; bit-identical to each other.
 class SwiGLU {
  public:
   explicit SwiGLU(const topo::Isa& isa);
@@ -69,8 +69,5 @@ class SwiGLU {
   const char* impl_;
   Fn fn_;
 };
-
-// Converts n floats to f16 (round to nearest even).
-void to_f16(const float* x, uint16_t* y, int64_t n);
 
 }  // namespace ckjit::graph

@@ -5,6 +5,7 @@
 
 #include "graph/layer_ops.h"
 #include "jit/executor.h"
+#include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
@@ -66,6 +67,29 @@ TileGrid grid(int64_t m, int64_t n, int64_t align, int workers) {
   return g;
 }
 
+// The copies of runtime's hand-written kernels, in jit::hand_copies' order; jit::hand_isa picks.
+// Each gives the bytes of the portable twin (tests/unit/test_quants.cpp, test_vec_dot_x2.cpp).
+constexpr DecodeDots kAvx512Dots{"two rows per zmm", "AVX2", quant::vec_dot_q6_K_q8_K_avx2, quant::vec_dot_q8_0_q8_0_avx2,
+                                 quant::vec_dot_q6_K_q8_K_x2_avx512, quant::vec_dot_q6_K_q8_K_x2_rows_vnni512};
+constexpr DecodeDots kAvx2Dots{"AVX2", "AVX2", quant::vec_dot_q6_K_q8_K_avx2, quant::vec_dot_q8_0_q8_0_avx2, nullptr, nullptr};
+constexpr DecodeDots kPortableDots{"portable", "portable", quant::vec_dot_q6_K_q8_K, quant::vec_dot_q8_0_q8_0, nullptr, nullptr};
+constexpr jit::HandCopy<const DecodeDots*> kDecodeDots[] = {
+    {jit::HandIsa::avx512, &kAvx512Dots},
+    {jit::HandIsa::avx2, &kAvx2Dots},
+    {jit::HandIsa::portable, &kPortableDots},
+};
+static_assert(jit::lists_the_copies(kDecodeDots, jit::HandOp::decode_dots));
+
+constexpr QuantizeQ8K kQ8kAvx512{"AVX-512", quant::quantize_row_q8_K_fma_avx512};
+constexpr QuantizeQ8K kQ8kAvx2{"AVX2", quant::quantize_row_q8_K_fma_avx2};
+constexpr QuantizeQ8K kQ8kPortable{"portable", quant::quantize_row_q8_K_fma_scalar};
+constexpr jit::HandCopy<const QuantizeQ8K*> kQuantizeQ8K[] = {
+    {jit::HandIsa::avx512, &kQ8kAvx512},
+    {jit::HandIsa::avx2, &kQ8kAvx2},
+    {jit::HandIsa::portable, &kQ8kPortable},
+};
+static_assert(jit::lists_the_copies(kQuantizeQ8K, jit::HandOp::q8k_quantize));
+
 }  // namespace
 
 int64_t act_row_bytes(TensorType act, int64_t k) {
@@ -81,7 +105,7 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
   desc_ = OpDesc{n_, k_, wt, at, kernel_name(kFewRows + 1), kernel_name(1)};
   if (kernel_name(2) != desc_.kernel_rows) desc_.set_few_rows(kFewRows, kernel_name(2));
   const std::string q = atype_ == TensorType::Q8_0 ? "quantize_row_q8_0 (AVX2)"
-                                                   : std::string("quantize_row_q8_K (") + (q8k_avx512_ ? "AVX-512" : "AVX2") + ")";
+                                                   : std::string("quantize_row_q8_K (") + q8k_->name + ")";
   prepare_desc_ = OpDesc{0, k_, "", "f32 -> " + at, q, q};
 }
 
@@ -94,9 +118,8 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
   const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
-  two_row_q6k_ = jit::isa_runs(jit::IsaPath::Avx512, setup.isa) && setup.isa.avx512dq;
-  vnni_q6k_ = two_row_q6k_ && setup.isa.avx512vnni;
-  q8k_avx512_ = setup.isa.avx512f && setup.isa.avx512bw;
+  dots_ = jit::pick(kDecodeDots, jit::HandOp::decode_dots, setup.isa).fns;
+  q8k_ = jit::pick(kQuantizeQ8K, jit::HandOp::q8k_quantize, setup.isa).fns;
   test_fault_ = jit::test_fault_requested(name_);
   if (!setup.allow_jit) return;
   exact_all_ = setup.rows_mostly_one && exact_decode_dot();
@@ -237,14 +260,14 @@ std::string Linear::describe() const {
   const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
   if (exact_all_)
     return s + "every row in llama.cpp's " + dot + " order (" +
-           (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm" : "AVX2") + "; not repacked)";
+           dot_copy() + "; not repacked)";
   if (!packed_) return s + "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)";
   if (uses_reference()) return s + "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)";
   auto path = [](const OpKernels& k) { return std::string(jit::isa_name(k.store->spec().isa)); };
   std::string out = exact_rows(2) ? s + "prefill rows in llama.cpp's " + dot + " order"
                                   : s + "jit gemm " + path(gemm_) + " " + gemm_.store->spec().to_string();
   if (exact_decode_dot())
-    out += std::string("; decode: ") + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm in " : "AVX2 ") + dot + " order";
+    out += std::string("; decode: ") + dot_copy() + (wtype_ == TensorType::Q6_K && dots_->q6k_x2 ? " in " : " ") + dot + " order";
   else
     out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
   if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
@@ -257,7 +280,7 @@ std::string Linear::kernel_name(int64_t m) const {
   // The same tests in the same order as matmul().
   const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
   if (exact_rows(m))
-    return std::string("llama.cpp ") + dot + " order (" + (two_row_q6k_ && wtype_ == TensorType::Q6_K ? "two rows per zmm" : "AVX2") + ")";
+    return std::string("llama.cpp ") + dot + " order (" + dot_copy() + ")";
   if (uses_reference()) return "scalar reference";
   const OpKernels& k = gemm_for(m);
   return std::string(m == 1 ? "jit gemv " : "jit gemm ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
@@ -302,6 +325,8 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
   });
 }
 
+std::string Linear::dot_copy() const { return wtype_ == TensorType::Q6_K ? dots_->q6k_name : dots_->q80_name; }
+
 bool Linear::exact_decode_dot() const {
   return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0);
 }
@@ -321,7 +346,7 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
   pool.run(size_t(col_tasks), [&](size_t t, int) {
     const int64_t c0 = int64_t(t) * chunk, c1 = std::min(n_, c0 + chunk);
     int64_t c = c0;
-    if (q6 && two_row_q6k_) {
+    if (q6 && dots_->q6k_x2) {
       // The same per-row float order as the AVX2 dot, two rows per pass: row i of each half of the
       // range, so the rows are read as two long sequential streams (adjacent rows would restart
       // both streams every row, and the prefetcher loses them: 40% slower decode, measured).
@@ -337,9 +362,8 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
         for (int64_t r0 = 0; r0 < m; r0 += kRows) {
           const int rows = int(std::min(kRows, m - r0));
           for (int j = 0; j < rows; ++j) ys[j] = reinterpret_cast<const quant::BlockQ8_K*>(xrow(r0 + j));
-          if (rows == 1) quant::vec_dot_q6_K_q8_K_x2_avx512(wa, wb, ys[0], k_, v);
-          else if (vnni_q6k_) quant::vec_dot_q6_K_q8_K_x2_rows_vnni512(wa, wb, ys, rows, k_, v);
-          else quant::vec_dot_q6_K_q8_K_x2_rows_avx512(wa, wb, ys, rows, k_, v);
+          if (rows == 1) dots_->q6k_x2(wa, wb, ys[0], k_, v);
+          else dots_->q6k_x2_rows(wa, wb, ys, rows, k_, v);
           for (int j = 0; j < rows; ++j) put(r0 + j, ca, v[2 * j]), put(r0 + j, cb, v[2 * j + 1]);
         }
       }
@@ -348,16 +372,14 @@ void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int6
     for (; c < c1; ++c) {
       const uint8_t* w = raw_ + c * raw_row_bytes_;
       for (int64_t r = 0; r < m; ++r)
-        put(r, c, q6 ? quant::vec_dot_q6_K_q8_K_avx2(reinterpret_cast<const quant::BlockQ6_K*>(w),
-                                                     reinterpret_cast<const quant::BlockQ8_K*>(xrow(r)), k_)
-                     : quant::vec_dot_q8_0_q8_0_avx2(reinterpret_cast<const quant::BlockQ8_0*>(w),
-                                                     reinterpret_cast<const quant::BlockQ8_0*>(xrow(r)), k_));
+        put(r, c, q6 ? dots_->q6k(reinterpret_cast<const quant::BlockQ6_K*>(w), reinterpret_cast<const quant::BlockQ8_K*>(xrow(r)), k_)
+                     : dots_->q80(reinterpret_cast<const quant::BlockQ8_0*>(w), reinterpret_cast<const quant::BlockQ8_0*>(xrow(r)), k_));
     }
   });
 }
 
 void Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void* xq) const {
-  quantize_activations(pool, atype_, x, ldx, m, k_, xq, q8k_avx512_);
+  quantize_activations(pool, atype_, x, ldx, m, k_, xq, *q8k_);
 }
 
 void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
@@ -443,7 +465,7 @@ void Linear::swiglu(Workers& pool, const Linear& gate, const Linear& up, const v
 }
 
 void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,
-                          bool avx512) {
+                          const QuantizeQ8K& q8k) {
   const int64_t yb = act_row_bytes(act, k);
   uint8_t* out = static_cast<uint8_t*>(xq);
   if (act == TensorType::Q8_0) {
@@ -454,9 +476,8 @@ void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t
   }
   // Q8_K: llama.cpp's reference quantizer as a native build compiles it (FMA-contracted rounding,
   // see q8_k_native.h). The JIT quantizer follows the uncontracted reference, so it is not used here.
-  const auto quantize = avx512 ? quant::quantize_row_q8_K_fma_avx512 : quant::quantize_row_q8_K_fma_avx2;
   pool.run(size_t(m), [&](size_t r, int) {
-    quantize(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
+    q8k.row(x + int64_t(r) * ldx, reinterpret_cast<quant::BlockQ8_K*>(out + int64_t(r) * yb), k);
   });
 }
 

@@ -6,8 +6,8 @@
 // (LinearSetup::isa, from jit::runtime_isa()), shares the packed layout, and accepts the spec; a
 // path that cannot serve a shape (AMX has no GEMV) declines and the next is tried. Every JIT path
 // has the float order of the scalar twins, so the choice never changes a result. Where llama.cpp's
-// decode order differs (Q6_K, Q8_0 rows: ggml_vec_dot_*), decode uses exact copies of it (AVX2 or
-// two rows per zmm, bit-identical). The scalar reference runs only when JIT is off (--no-jit).
+// decode order differs (Q6_K, Q8_0 rows: ggml_vec_dot_*), decode uses exact copies of it (two rows
+// per zmm, AVX2 or portable: bit-identical). The scalar reference runs only when JIT is off (--no-jit).
 // The linear prepares its own input: prepare() quantizes float rows to its activation type.
 #include <cstdint>
 #include <memory>
@@ -20,9 +20,27 @@
 #include "jit/packed_weights.h"
 #include "runtime/op_profile.h"
 #include "runtime/gguf/gguf_reader.h"
+#include "runtime/quants/quants.h"
 #include "topology/isa.h"
 
 namespace ckjit::graph {
+
+// Decode's llama.cpp-order dots (vec_dot_q6_K_q8_K, vec_dot_q8_0_q8_0) of one weight row, and of
+// two Q6_K rows per zmm (null in the copies without them: one row at a time then).
+struct DecodeDots {
+  const char* q6k_name;  // for describe(): how the Q6_K rows are dotted
+  const char* q80_name;  // ... and the Q8_0 rows
+  float (*q6k)(const quant::BlockQ6_K* x, const quant::BlockQ8_K* y, int64_t n);
+  float (*q80)(const quant::BlockQ8_0* x, const quant::BlockQ8_0* y, int64_t n);
+  void (*q6k_x2)(const quant::BlockQ6_K* x0, const quant::BlockQ6_K* x1, const quant::BlockQ8_K* y, int64_t n, float out[2]);
+  void (*q6k_x2_rows)(const quant::BlockQ6_K* x0, const quant::BlockQ6_K* x1, const quant::BlockQ8_K* const* y, int rows,
+                      int64_t n, float* out);
+};
+// The Q8_K activation quantizer (q8_k_native.h).
+struct QuantizeQ8K {
+  const char* name;
+  void (*row)(const float* x, quant::BlockQ8_K* y, int64_t n);
+};
 
 // How the rows of one call are computed: as one batch (M > 1 runs the GEMM kernels), or each as
 // the decode step of its own sequence: the arithmetic of M = 1 for every row (llama.cpp's vec_dot
@@ -120,6 +138,7 @@ class Linear {
   void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
   std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
   bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
+  std::string dot_copy() const;   // the copy of that order (describe())
   bool exact_rows(int64_t m, Rows rows = Rows::batch) const;
   void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
@@ -131,9 +150,10 @@ class Linear {
   bool llama_order_ = true;
   bool llama_prefill_ = false;
   bool exact_all_ = false;     // every row count through the vec_dot order (rows_mostly_one)
-  bool two_row_q6k_ = false;   // decode's Q6_K vec_dot order two rows per zmm (AVX-512 allowed)
-  bool vnni_q6k_ = false;      // ... and over several decode rows with vpdpwssd (AVX-512 VNNI)
-  bool q8k_avx512_ = false;    // the Q8_K activation quantizer's AVX-512 copy (same bytes)
+  // The copies of runtime's hand-written kernels this Linear runs, chosen for setup.isa by
+  // jit::hand_isa (linear.cpp: kDecodeDots, kQuantizeQ8K; the same bytes from each).
+  const DecodeDots* dots_ = nullptr;  // decode's llama.cpp-order Q6_K / Q8_0 dots
+  const QuantizeQ8K* q8k_ = nullptr;  // the Q8_K activation quantizer
   SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;
   bool test_fault_ = false;  // CKJIT_TEST_FAULT names this weight (jit/executor.h; tests only)
@@ -148,10 +168,10 @@ class Linear {
 };
 
 // Quantizes m rows of k floats (ldx floats apart) into the activation format `act` (Q8_K or Q8_0),
-// rows act_row_bytes apart, exactly as llama.cpp's x86 build does (Q8_K: q8_k_native.h; Q8_0: the
-// AVX2 quantize_row_q8_0). avx512: the Q8_K quantizer's AVX-512 copy (identical bytes).
+// rows act_row_bytes apart, exactly as llama.cpp's x86 build does (Q8_K: q8_k_native.h, through
+// the copy q8k; Q8_0: the AVX2 quantize_row_q8_0's order, portable C++).
 void quantize_activations(Workers& pool, TensorType act, const float* x, int64_t ldx, int64_t m, int64_t k, void* xq,
-                          bool avx512 = false);
+                          const QuantizeQ8K& q8k);
 int64_t act_row_bytes(TensorType act, int64_t k);
 
 }  // namespace ckjit::graph

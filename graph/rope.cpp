@@ -3,12 +3,23 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/rope_rotate.h"
+#include "jit/hand_kernels.h"
 #include "runtime/error.h"
 
 namespace ckjit::graph {
 
-Rope::Rope(int64_t head_dim, float base, const int32_t sections[4], RopeAngles angles)
-    : head_dim_(head_dim), mode_(angles) {
+namespace {
+using RotateFn = void (*)(float*, int64_t, int64_t, const float*, const float*);
+constexpr jit::HandCopy<RotateFn> kRotate[] = {
+    {jit::HandIsa::avx2, rotate_heads_avx2},
+    {jit::HandIsa::portable, rotate_heads_portable},
+};
+static_assert(jit::lists_the_copies(kRotate, jit::HandOp::rope_rows));
+}  // namespace
+
+Rope::Rope(int64_t head_dim, float base, const int32_t sections[4], const topo::Isa& isa, RopeAngles angles)
+    : head_dim_(head_dim), mode_(angles), rotate_(jit::pick(kRotate, jit::HandOp::rope_rows, isa).fns) {
   theta_scale_ = std::pow(base, -2.0f / float(head_dim));
   std::copy(sections, sections + 4, sec_);
   const int64_t sect_dims = int64_t(sec_[0]) + sec_[1] + sec_[2] + sec_[3];
@@ -39,20 +50,12 @@ void Rope::angles(const Position& pos, float* cos_out, float* sin_out) const {
   }
 }
 
-// FMA enabled so that std::fma is the instruction, not a libm call per element (same result: one
-// rounding either way; -ffp-contract=off keeps every other product rounded).
-__attribute__((target("avx2,fma"))) void Rope::apply(float* x, int64_t n_heads, const float* cos_v, const float* sin_v) const {
-  const int64_t half = head_dim_ / 2;
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* v = x + h * head_dim_;
-    for (int64_t k = 0; k < half; ++k) {
-      const float x0 = v[k], x1 = v[k + half];
-      // As GCC contracts llama.cpp's rotate_pairs (x0*c - x1*s, x0*s + x1*c): the second product is
-      // rounded, the first fused (matched against peer-cli: the other choice flips f16 K values).
-      v[k] = std::fma(x0, cos_v[k], -(x1 * sin_v[k]));
-      v[k + half] = std::fma(x0, sin_v[k], x1 * cos_v[k]);
-    }
-  }
+void rotate_heads_portable(float* x, int64_t n_heads, int64_t head_dim, const float* cos_v, const float* sin_v) {
+  rotate_heads(x, n_heads, head_dim, cos_v, sin_v);
+}
+
+void Rope::apply(float* x, int64_t n_heads, const float* cos_v, const float* sin_v) const {
+  rotate_(x, n_heads, head_dim_, cos_v, sin_v);
 }
 
 }  // namespace ckjit::graph

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/batch.h"
+#include "topology/isa.h"
 
 namespace ckjit::graph {
 
@@ -19,7 +20,9 @@ enum class RopeAngles { Portable, Libm };
 
 class Rope {
  public:
-  Rope(int64_t head_dim, float base, const int32_t sections[4], RopeAngles angles = RopeAngles::Portable);
+  // isa: the load's, for the copy of the rotation apply() runs (jit::hand_isa, HandOp::rope_rows).
+  Rope(int64_t head_dim, float base, const int32_t sections[4], const topo::Isa& isa,
+       RopeAngles angles = RopeAngles::Portable);
   // cos/sin of every pair for this position (head_dim/2 each).
   void angles(const Position& pos, float* cos_out, float* sin_out) const;
   // Rotates n_heads vectors of head_dim in place with the given cos/sin.
@@ -32,6 +35,7 @@ class Rope {
   int32_t sec_[4];
   RopeAngles mode_;
   std::vector<int8_t> component_;  // per pair: 0 t, 1 h, 2 w, 3 e
+  void (*rotate_)(float* x, int64_t n_heads, int64_t head_dim, const float* cos_v, const float* sin_v);
 };
 
 }  // namespace ckjit::graph

@@ -47,10 +47,11 @@ Session::Session(const TextModel& model, const SessionOptions& options, Workers&
     // not a whole number of its panels takes the 8-key path.
     jit::IsaPath path = jit::widest_dense_path(model_.options().linear.isa);
     if (hp.head_dim % jit::panel_cols(path) != 0) path = jit::IsaPath::Avx2;
-    tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx), path);
+    tiled_ = std::make_unique<TiledAttention>(shape, KvCache::padded_slots(opt_.n_ctx), path, model_.options().linear.isa);
     if (tiled_->scratch_floats() != att_scratch_per_worker_) throw Error("tiled attention: scratch estimate differs");
   }
-  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout, tiled_ ? tiled_->panel() : 8);
+  kv_ = std::make_unique<KvCache>(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, layout, tiled_ ? tiled_->panel() : 8,
+                                  model_.options().linear.isa);
   next_after_.assign(size_t(opt_.n_ctx), 0);  // a decode step allocates nothing
 
   // Activation arena for chunks of up to n_ubatch rows.

@@ -67,7 +67,7 @@ TextModel::TextModel(const gguf::GgufFile& f, const ModelOptions& options, Worke
   lm_head_ = std::make_unique<Linear>(*tensors_.output, head_setup);
   output_norm_ = f32_data(tensors_.output_norm);
   const bool llama = ls.llama_decode_order && ls.llama_prefill_order;
-  rope_ = std::make_unique<Rope>(hp_.head_dim, hp_.rope_base, hp_.rope_sections.data(),
+  rope_ = std::make_unique<Rope>(hp_.head_dim, hp_.rope_base, hp_.rope_sections.data(), ls.isa,
                                  llama ? RopeAngles::Libm : RopeAngles::Portable);
   attention_ = std::make_unique<Attention>(ls.isa);
 }

@@ -1,19 +1,21 @@
 #include "graph/tiled_attention.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 
+#include "jit/hand_kernels.h"
 #include "runtime/error.h"
+#include "runtime/quants/f16_rows.h"
 
 namespace ckjit::graph {
 
 namespace {
-// q rounded to f16 and back (exact), as llama.cpp's flash attention converts Q.
-__attribute__((target("avx2,f16c"))) void round_row_f16(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-}
+// Q rounded to f16 and back (exact), as llama.cpp's flash attention converts Q: the copies.
+using RoundF16 = void (*)(const float*, float*, int64_t);
+constexpr jit::HandCopy<RoundF16> kRoundF16[] = {
+    {jit::HandIsa::avx2, quant::round_f16_rows_avx2},
+    {jit::HandIsa::portable, quant::round_f16_rows},
+};
+static_assert(jit::lists_the_copies(kRoundF16, jit::HandOp::f16_rows));
 
 const AttentionShape& checked(const AttentionShape& s) {
   if (s.head_dim % 8 != 0) throw Error("attention: head dim must be a multiple of 8");
@@ -35,13 +37,14 @@ int64_t TiledAttention::scratch_floats(const AttentionShape& s) {
   return jit::AttentionTile::scratch_floats(rows_cap, dpad) + rows_cap * s.head_dim;
 }
 
-TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path)
+TiledAttention::TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path, const topo::Isa& isa)
     : s_(checked(s)),
       group_(s.n_head / s.n_head_kv),
       positions_per_tile_(std::max<int64_t>(1, 32 / group_)),
       rows_cap_(positions_per_tile_ * group_),
       n_pad_(n_pad),
-      tile_(path, s.head_dim, n_pad, causal_block_keys(n_pad, jit::panel_cols(path)), s.scale) {
+      tile_(path, s.head_dim, n_pad, causal_block_keys(n_pad, jit::panel_cols(path)), s.scale),
+      round_f16_(jit::pick(kRoundF16, jit::HandOp::f16_rows, isa).fns) {
   if (s.head_dim % tile_.panel() != 0) throw Error("tiled attention: the head dim is not a whole number of value panels");
 }
 
@@ -52,7 +55,7 @@ void TiledAttention::attend_tile(const KvCache& kv, int64_t layer, int64_t kvh, 
   const jit::TileRows rows{tp * group_, tp, Qw, D};
   const int64_t first = i0 * Qw + kvh * group_ * D;
   float* Qt = scratch + tile_.scratch_floats(rows_cap_);  // rows x D, after the tile's own scratch
-  for (int64_t r = 0; r < rows.count; ++r) round_row_f16(q + first + rows.offset(r), Qt + r * D, D);
+  for (int64_t r = 0; r < rows.count; ++r) round_f16_(q + first + rows.offset(r), Qt + r * D, D);
   const jit::KeyMask causal{pos0 + i0 + 1, true};  // position i0 + i sees slots [0, pos0 + i0 + i]
   tile_.attend(Qt, D, rows, causal, kv.k_panels(layer, kvh), kv.v_panels(layer, kvh), out + first, scratch);
 }

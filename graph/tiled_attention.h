@@ -25,8 +25,9 @@ namespace ckjit::graph {
 class TiledAttention {
  public:
   // Emits the kernels of `path` (avx2 or avx512) for this shape and a cache of n_pad slots
-  // (KvCache::n_pad()) in panels of panel() keys.
-  TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path);
+  // (KvCache::n_pad()) in panels of panel() keys; isa (the load's) picks the copy of the queries'
+  // f16 rounding (jit::hand_isa, HandOp::f16_rows).
+  TiledAttention(const AttentionShape& s, int64_t n_pad, jit::IsaPath path, const topo::Isa& isa);
   int panel() const { return tile_.panel(); }
   // Floats of scratch one worker needs; the static form before the kernels are emitted (a session
   // checks its memory first).
@@ -43,6 +44,7 @@ class TiledAttention {
   AttentionShape s_;
   int64_t group_, positions_per_tile_, rows_cap_, n_pad_;
   jit::AttentionTile tile_;
+  void (*round_f16_)(const float* x, float* y, int64_t n);  // the copy chosen for the load's Isa
 };
 
 }  // namespace ckjit::graph

@@ -81,6 +81,7 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
 
 void DenseLinear::choose_path(const topo::Isa& isa) {
   path_ = jit::widest_dense_path(isa);
+  round_f16_ = round_f16_for(isa);
   panel_ = jit::panel_cols(path_);
   const jit::DenseBlock block = jit::dense_block(path_);
   mr_ = block.mr;
@@ -182,7 +183,7 @@ void DenseLinear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m,
     for (int64_t i = r0; i < r1; ++i) {
       const float* src = x + i * ldx;
       float* dst = xr + i * k_;
-      if (round_ == TensorType::F16) round_to_f16(src, dst, k_);
+      if (round_ == TensorType::F16) round_f16_(src, dst, k_);
       else if (round_ == TensorType::BF16) round_bf16(src, dst, k_);
       else std::memcpy(dst, src, size_t(k_) * 4);
     }

@@ -86,6 +86,7 @@ class DenseLinear final : public VisionMatmul {
   int64_t n_ = 0, k_ = 0, kc_ = 0;
   TensorType wtype_ = TensorType::F16;  // packed type: F16, BF16 or F32
   TensorType round_ = TensorType::F16;  // input rounding
+  void (*round_f16_)(const float* x, float* y, int64_t n) = nullptr;  // its f16 copy (choose_path)
   TensorType file_type_ = TensorType::F16;
   std::vector<float> bias_;             // n rounded up to a whole panel, zero-padded
   jit::PackedWeights w_;

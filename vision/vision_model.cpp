@@ -74,7 +74,7 @@ VisionPrecision parse_precision(const std::string& text) {
 
 VisionModel::VisionModel(const gguf::GgufFile& f, const topo::Isa& isa, Workers& pool, VisionPrecision precision)
     : hp_(read_vision_hparams(f)), isa_(isa),
-      amx_bf16_attention_(precision == VisionPrecision::bf16 && AmxBf16Attention::runs(isa)) {
+      amx_bf16_attention_(precision == VisionPrecision::bf16 && AmxBf16Attention::runs(isa)), gelu_(isa) {
   const int threads = pool.size();
   const jit::RepackPoolScope repack_on(pool.pool());  // the repacks use the model's pinned workers
   const int64_t C = hp_.n_embd, P = hp_.patch;

@@ -1,16 +1,16 @@
 #include "vision/vision_ops.h"
 
-#include "jit/isa_select.h"
-
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "jit/hand_kernels.h"
+#include "jit/isa_select.h"
 #include "runtime/error.h"
+#include "runtime/quants/f16_rows.h"
 #include "runtime/quants/quants.h"
 #include "vision/dense_linear.h"
+#include "vision/vision_ops_kernels.h"
 
 namespace ckjit::vision {
 namespace {
@@ -19,12 +19,23 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 
-__attribute__((target("avx2,f16c"))) void round_to_f16(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-  for (; i < n; ++i) y[i] = quant::f16_to_f32(quant::f32_to_f16(x[i]));
-}
+// The copies of the f16 row ops, in jit::hand_copies' order (HandOp::f16_rows); jit::hand_isa picks.
+namespace {
+constexpr jit::HandCopy<RoundF16> kRoundF16[] = {
+    {jit::HandIsa::avx2, quant::round_f16_rows_avx2},
+    {jit::HandIsa::portable, quant::round_f16_rows},
+};
+static_assert(jit::lists_the_copies(kRoundF16, jit::HandOp::f16_rows));
+
+using GeluRows = void (*)(const float* table, float* x, int64_t n);
+constexpr jit::HandCopy<GeluRows> kGeluRows[] = {
+    {jit::HandIsa::avx2, kernels::gelu_rows_avx2},
+    {jit::HandIsa::portable, kernels::gelu_rows_portable},
+};
+static_assert(jit::lists_the_copies(kGeluRows, jit::HandOp::f16_rows));
+}  // namespace
+
+RoundF16 round_f16_for(const topo::Isa& isa) { return jit::pick(kRoundF16, jit::HandOp::f16_rows, isa).fns; }
 
 void layer_norm_rows(Workers& pool, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t n,
                      const float* w, const float* b, float eps) {
@@ -48,7 +59,7 @@ void layer_norm_rows(Workers& pool, const float* x, int64_t ldx, float* y, int64
   });
 }
 
-GeluTable::GeluTable() : table_(65536) {
+GeluTable::GeluTable(const topo::Isa& isa) : table_(65536), rows_(jit::pick(kGeluRows, jit::HandOp::f16_rows, isa).fns) {
   const float kSqrt2OverPi = 0.79788456080286535587989211986876f, kA = 0.044715f;
   for (uint32_t i = 0; i < 65536; ++i) {
     const float x = quant::f16_to_f32(uint16_t(i));
@@ -63,26 +74,20 @@ float GeluTable::operator()(float x) const {
   return table_[quant::f32_to_f16(x)];
 }
 
-__attribute__((target("avx2,f16c"))) static void gelu_row(const float* table, float* x, int64_t n) {
-  int64_t i = 0;
-  const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
-    __m256 g = _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4);
-    g = _mm256_blendv_ps(g, _mm256_setzero_ps(), _mm256_cmp_ps(v, lo, _CMP_LE_OQ));
-    g = _mm256_blendv_ps(g, v, _mm256_cmp_ps(v, hi, _CMP_GE_OQ));
-    _mm256_storeu_ps(x + i, g);
-  }
-  for (; i < n; ++i) {
+// The AVX2 copy's lanes in C++: whole groups of 8 index the table by vcvtps2ph's bits, the rest by
+// f32_to_f16's (they differ only for some NaNs).
+void kernels::gelu_rows_portable(const float* table, float* x, int64_t n) {
+  const int64_t whole = n / 8 * 8;
+  for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    x[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : table[quant::f32_to_f16(v)];
+    const uint16_t h = i < whole ? quant::f32_to_f16_f16c(v) : quant::f32_to_f16(v);
+    x[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : table[h];
   }
 }
 
 void GeluTable::apply(Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const {
   for_rows(pool, rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) gelu_row(table_.data(), x + r * ld, n);
+    for (int64_t r = r0; r < r1; ++r) rows_(table_.data(), x + r * ld, n);
   });
 }
 
@@ -140,7 +145,8 @@ VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, in
       tile_(jit::widest_dense_path(isa), head_dim, n_pad_, full_block_keys(n_pad_), 1.0f / std::sqrt(float(head_dim)),
             TensorType::F32),
       tq_(kTileRows / tile_.block_rows() * tile_.block_rows()),
-      dpad_(tile_.padded_dim()) {
+      dpad_(tile_.padded_dim()),
+      round_f16_(round_f16_for(isa)) {
   kp_.assign(size_t(n_head_ * dh_ * n_pad_), 0.0f);
   vp_.assign(size_t(n_head_ * n_pad_ * dpad_), 0.0f);
   // Per worker: the tile's scratch, then its query rows; each starts on a cache line.
@@ -150,27 +156,24 @@ VisionAttention::VisionAttention(int64_t n, int64_t n_head, int64_t head_dim, in
 
 VisionAttention::~VisionAttention() = default;
 
-namespace {
-// 8 floats rounded to f16 and widened back (exact).
-__attribute__((target("avx2,f16c"))) inline __m256 rounded(const float* x) {
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x), _MM_FROUND_TO_NEAREST_INT));
-}
-}  // namespace
-
-__attribute__((target("avx2,f16c"))) void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
+void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
   const int64_t C = n_head_ * dh_;
   const int64_t P = P_;
   float* kp = kp_.data() + h * dh_ * n_pad_;
   float* vp = vp_.data() + h * n_pad_ * dpad_;
-  alignas(32) float kh[8];
+  // Up to 128 dims at a time rounded on the stack, then moved into the panels (P divides 128).
+  constexpr int64_t kChunk = 128;
+  float kh[kChunk], vh[kChunk];
   for (int64_t j = 0; j < n_; ++j) {
     const float* kr = qkv + j * ld + C + h * dh_;
     const float* vr = qkv + j * ld + 2 * C + h * dh_;
     float* kcol = kp + (j / P) * dh_ * P + j % P;  // key j: every P-th float of its panel
-    for (int64_t d = 0; d < dh_; d += 8) {         // 8 dims: one run of a value panel (P is 8 or 16)
-      _mm256_storeu_ps(vp + ((d / P) * n_pad_ + j) * P + d % P, rounded(vr + d));
-      _mm256_store_ps(kh, rounded(kr + d));
-      for (int e = 0; e < 8; ++e) kcol[(d + e) * P] = kh[e];
+    for (int64_t d0 = 0; d0 < dh_; d0 += kChunk) {
+      const int64_t len = std::min(kChunk, dh_ - d0);
+      round_f16_(kr + d0, kh, len);
+      round_f16_(vr + d0, vh, len);
+      for (int64_t d = 0; d < len; ++d) kcol[(d0 + d) * P] = kh[d];
+      for (int64_t d = 0; d < len; ++d) vp[(((d0 + d) / P) * n_pad_ + j) * P + (d0 + d) % P] = vh[d];  // value j: P floats per d-panel
     }
   }
 }
@@ -189,7 +192,7 @@ void VisionAttention::run(Workers& pool, const float* qkv, int64_t ld, float* ou
     float* scratch = scratch_.data() + worker * scratch_per_worker_;
     // The tile's queries rounded to f16 into dense rows (the score products read them once per key block).
     float* q = scratch + round_up(tile_.scratch_floats(tq_), 16);
-    for (int64_t r = 0; r < rows; ++r) round_to_f16(qkv + (q0 + r) * ld + h * dh_, q + r * dh_, dh_);
+    for (int64_t r = 0; r < rows; ++r) round_f16_(qkv + (q0 + r) * ld + h * dh_, q + r * dh_, dh_);
     tile_.attend(q, dh_, tile_rows, jit::KeyMask{n_, false}, kp_.data() + h * dh_ * n_pad_, vp_.data() + h * n_pad_ * dpad_,
                  out + q0 * ldo + h * dh_, scratch);
   });

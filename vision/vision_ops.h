@@ -24,8 +24,11 @@ void for_rows(Workers& pool, int64_t count, const F& fn) {
   });
 }
 
-// y = x rounded to f16 (nearest even) and widened back; y may alias x.
-void round_to_f16(const float* x, float* y, int64_t n);
+// y = x rounded to f16 (nearest even) and widened back; y may alias x. The copy of it (AVX2 + F16C
+// or portable: runtime/quants/f16_rows.h) that jit::hand_isa chooses for a load's Isa; the ops
+// that round take it once, at construction.
+using RoundF16 = void (*)(const float* x, float* y, int64_t n);
+RoundF16 round_f16_for(const topo::Isa& isa);
 
 // ggml's norm + mul + add: mean and variance summed in double, y = ((x - mean) * (1/sqrtf(var + eps))) * w + b.
 // rows of n floats, x rows ldx apart, y rows ldy apart; y may alias x.
@@ -33,15 +36,17 @@ void layer_norm_rows(Workers& pool, const float* x, int64_t ldx, float* y, int64
                      const float* w, const float* b, float eps);
 
 // tanh-GELU as llama.cpp's CPU backend computes it: x rounded to f16 and looked up in a table of
-// f16(gelu(x)); x <= -10 gives 0, x >= 10 gives x. In place over rows of n floats (ld apart).
+// f16(gelu(x)); x <= -10 gives 0, x >= 10 gives x. In place over rows of n floats (ld apart),
+// through the copy of the row kernel chosen for isa (vision_ops_kernels.h).
 class GeluTable {
  public:
-  GeluTable();
+  explicit GeluTable(const topo::Isa& isa);
   void apply(Workers& pool, float* x, int64_t ld, int64_t rows, int64_t n) const;
   float operator()(float x) const;
 
  private:
   std::vector<float> table_;  // 65536 entries, indexed by the f16 bits of x
+  void (*rows_)(const float* table, float* x, int64_t n);
 };
 
 // The 2D rotary embedding of the vision heads (B.4) for a grid of gh x gw patches in merge order:
@@ -94,6 +99,7 @@ class VisionAttention final : public AttentionOp {
   mutable AlignedVector<float> vp_;  // per head: dpad/P panels of n_pad x P values (f16-rounded)
   mutable AlignedVector<float> scratch_;
   int64_t scratch_per_worker_ = 0;
+  RoundF16 round_f16_;  // q, k, v to f16 values: the copy chosen for the load's Isa
 };
 
 }  // namespace ckjit::vision

@@ -11,6 +11,7 @@
 #include "text_eval.h"
 #include "graph/layer_ops.h"
 #include "runtime/error.h"
+#include "runtime/quants/f16_rows.h"
 #include "runtime/quants/quants.h"
 #include "tiny_qwen3vl.h"
 
@@ -152,7 +153,7 @@ TEST_CASE("layer ops: rms_norm_vectors gives rms_norm's bits for every vector / 
 
 TEST_CASE("layer ops: interleaved M-RoPE rotates pairs (k / k+64) and leaves llama.cpp's e pairs alone") {
   const int32_t sec[4] = {24, 20, 20, 0};
-  Rope rope(128, 5e6f, sec);
+  Rope rope(128, 5e6f, sec, jit::runtime_isa());
   const int64_t pos = 1000;
   std::vector<float> c(64), s(64);
   rope.angles(Position::text(pos), c.data(), s.data());
@@ -187,8 +188,8 @@ TEST_CASE("layer ops: GQA causal attention matches a naive double softmax") {
   for (auto& v : kf) v = nd(rng);
   for (auto& v : vf) v = nd(rng);
   std::vector<uint16_t> kc(kf.size()), vc(vf.size());
-  to_f16(kf.data(), kc.data(), int64_t(kf.size()));
-  to_f16(vf.data(), vc.data(), int64_t(vf.size()));
+  quant::f32_to_f16_rows(kf.data(), kc.data(), int64_t(kf.size()));
+  quant::f32_to_f16_rows(vf.data(), vc.data(), int64_t(vf.size()));
   Workers pool(2);
   const int64_t per_worker = attention_scratch_floats(D, n_ctx);
   std::vector<float> out(q.size()), scratch(static_cast<size_t>(2 * per_worker));

@@ -1,6 +1,7 @@
-// Attention and swiglu give the same bits on every ISA path: the AVX2 implementation against a
-// scalar emulation of llama.cpp's AVX-512 float order written out here (runs on every CPU), and
-// against the AVX-512 implementation byte for byte where AVX-512 runs (reported SKIPPED elsewhere).
+// Attention and swiglu give the same bits on every ISA path: the AVX2 copy and the portable twin
+// against a scalar emulation of llama.cpp's AVX-512 float order written out here (runs on every
+// CPU) and against each other, and against the AVX-512 copy byte for byte where AVX-512 runs
+// (reported SKIPPED elsewhere).
 #include <doctest/doctest.h>
 
 #include "skip.h"
@@ -195,7 +196,7 @@ std::vector<float> tail_sensitive_gates(size_t count) {
 }  // namespace
 
 TEST_SUITE("decoder") {
-TEST_CASE("layer ops isa: Attention and SwiGLU pick their implementation once from the Isa") {
+TEST_CASE("layer ops isa: Attention and SwiGLU pick their copy once from the Isa") {
   CHECK(std::string(Attention(avx2_isa()).impl()) == "avx2");
   CHECK(std::string(SwiGLU(avx2_isa()).impl()) == "avx2");
   topo::Isa wide = avx2_isa();
@@ -204,10 +205,26 @@ TEST_CASE("layer ops isa: Attention and SwiGLU pick their implementation once fr
   CHECK(std::string(SwiGLU(wide).impl()) == "avx2");  // swiglu also needs DQ
   wide.avx512dq = true;
   CHECK(std::string(SwiGLU(wide).impl()) == "avx512");
+  // Below the AVX2 + FMA + F16C copies: the portable twins.
   topo::Isa old;
   old.sse42 = old.avx = true;
-  CHECK_THROWS_AS(Attention{old}, Error);
-  CHECK_THROWS_AS(SwiGLU{old}, Error);
+  CHECK(std::string(Attention(old).impl()) == "portable");
+  CHECK(std::string(SwiGLU(old).impl()) == "portable");
+}
+
+TEST_CASE("layer ops isa: the portable attention twin gives the AVX2 copy's bytes") {
+  const Attention avx2(avx2_isa()), portable{topo::Isa{}};
+  REQUIRE(std::string(portable.impl()) == "portable");
+  for (int64_t D : {16, 64, 72, 128})
+    for (int64_t n_keys : {1, 2, 17, 300}) {
+      const int64_t m = std::min<int64_t>(n_keys, 3);
+      const KvCase c = make_case(6, 2, D, n_keys, m, uint32_t(D * 13 + n_keys));
+      CAPTURE(D);
+      CAPTURE(n_keys);
+      const std::vector<float> p = run_attention(portable, c, m, 2);
+      CHECK(same_bits(p, ref_attention(c, m)));
+      CHECK(same_bits(p, run_attention(avx2, c, m, 1)));
+    }
 }
 
 TEST_CASE("layer ops isa: AVX2 attention equals the scalar emulation of llama.cpp's AVX-512 order") {
@@ -287,6 +304,29 @@ TEST_CASE("layer ops isa: AVX2 swiglu equals the scalar emulation of llama.cpp's
   avx2.run(g.data(), u.data(), got.data(), int64_t(g.size()));
   swiglu_ref(g.data(), u.data(), want.data(), int64_t(g.size()));
   CHECK(same_bits(got, want));
+}
+
+TEST_CASE("layer ops isa: the portable swiglu twin gives the AVX2 copy's bytes") {
+  const SwiGLU avx2(avx2_isa()), portable{topo::Isa{}};
+  REQUIRE(std::string(portable.impl()) == "portable");
+  auto both = [&](const std::vector<float>& g, const std::vector<float>& u) {
+    const int64_t n = int64_t(g.size());
+    std::vector<float> a(g.size()), b(g.size()), want(g.size());
+    avx2.run(g.data(), u.data(), a.data(), n);
+    portable.run(g.data(), u.data(), b.data(), n);
+    swiglu_ref(g.data(), u.data(), want.data(), n);
+    CHECK(same_bits(a, b));
+    CHECK(same_bits(b, want));
+  };
+  for (int64_t n : {0, 1, 15, 16, 17, 33, 1000, 4096}) {
+    std::vector<float> g, u;
+    swiglu_inputs(n, uint32_t(n + 17), g, u);
+    CAPTURE(n);
+    both(g, u);
+  }
+  std::vector<float> g, u(1 << 16, 1.0f);
+  for (int i = 0; i < (1 << 16); ++i) g.push_back(-160.0f + 320.0f * float(i) / float(1 << 16));
+  both(g, u);
 }
 
 TEST_CASE("layer ops isa: AVX2 and AVX-512 swiglu give the same bytes") {

@@ -140,7 +140,7 @@ TEST_CASE("the memory check's figure is the arena and KV cache the session then 
     CHECK(b.kv == double(s.kv_bytes()));
     CHECK(b.activations == double(s.arena_bytes() + sizeof(float) * size_t(hp.n_vocab)));
   }
-  const KvCache panels(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels);
+  const KvCache panels(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels, 8, jit::runtime_isa());
   CHECK(KvCache::bytes_for(hp.n_layer, so.n_ctx, hp.n_head_kv, hp.head_dim, KvLayout::panels) == double(panels.bytes()));
 }
 

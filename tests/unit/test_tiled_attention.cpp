@@ -35,8 +35,10 @@ struct Data {
   std::vector<float> q, k, v;  // q: n_ctx rows of n_head*D; k, v: n_ctx rows of n_head_kv*D
   jit::IsaPath path;  // the tile's op=dense path; the cache's panels are its width
   KvCache kv;
-  Data(const Case& cs, uint32_t seed, jit::IsaPath p = jit::IsaPath::Avx2)
-      : c(cs), path(p), kv(1, cs.n_ctx, cs.n_head_kv, cs.head_dim, KvLayout::panels, jit::panel_cols(p)) {
+  topo::Isa isa;  // the load's: which copies of the f16 conversions run (the portable twins under an empty Isa)
+  Data(const Case& cs, uint32_t seed, jit::IsaPath p = jit::IsaPath::Avx2, const topo::Isa& load_isa = jit::runtime_isa())
+      : c(cs), path(p), kv(1, cs.n_ctx, cs.n_head_kv, cs.head_dim, KvLayout::panels, jit::panel_cols(p), load_isa),
+        isa(load_isa) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     q.resize(size_t(c.n_ctx * c.n_head * c.head_dim));
@@ -51,7 +53,7 @@ struct Data {
   // Rows [0, n) written in chunks of `chunk`, each chunk's attention computed then: out (n rows).
   std::vector<float> attend(int64_t n, int64_t chunk, int threads) {
     const AttentionShape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
-    TiledAttention att(s, kv.n_pad(), path);
+    TiledAttention att(s, kv.n_pad(), path, isa);
     Workers pool(threads);
     std::vector<float> scratch(size_t(att.scratch_floats() * threads)), out(size_t(n * qw()), -1.0f);
     for (int64_t p0 = 0; p0 < n; p0 += chunk) {

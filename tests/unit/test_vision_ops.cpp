@@ -245,7 +245,7 @@ TEST_CASE("vision ops: LayerNorm / GELU table / 2D RoPE / merge order") {
       REQUIRE(std::fabs(ref - y[size_t(r * n + i)]) < 1e-4 * (1 + std::fabs(ref)));
     }
   }
-  const vision::GeluTable gelu;
+  const vision::GeluTable gelu(jit::runtime_isa());
   CHECK(gelu(0.0f) == 0.0f);
   CHECK(gelu(12.5f) == 12.5f);
   CHECK(gelu(-11.0f) == 0.0f);
