@@ -41,9 +41,10 @@ void KvCache::write(int64_t layer, int64_t slot, const float* k, const float* v)
     to_f16_(v, vl + slot * width, width);
     return;
   }
-  // Per head, up to 128 dims at a time converted on the stack, then moved into the panels (P | 128).
+  // Keys: per head, up to 128 dims at a time converted on the stack, then spread down their panel
+  // column. Values: each run of P dims converted straight into its panel (P divides head_dim).
   constexpr int64_t kChunk = 128;
-  uint16_t kh[kChunk], vh[kChunk];
+  uint16_t kh[kChunk];
   const int64_t P = panel_, lane = slot % P;
   for (int64_t h = 0; h < n_head_kv_; ++h) {
     uint16_t* kp = kl + h * n_pad_ * dh_ + (slot / P) * dh_ * P + lane;  // key `slot`: every P-th half of its panel
@@ -51,10 +52,9 @@ void KvCache::write(int64_t layer, int64_t slot, const float* k, const float* v)
     for (int64_t d0 = 0; d0 < dh_; d0 += kChunk) {
       const int64_t len = std::min(kChunk, dh_ - d0);
       to_f16_(k + h * dh_ + d0, kh, len);
-      to_f16_(v + h * dh_ + d0, vh, len);
       for (int64_t d = 0; d < len; ++d) kp[(d0 + d) * P] = kh[d];
-      for (int64_t d = 0; d < len; d += P) std::memcpy(vp + ((d0 + d) / P) * n_pad_ * P, vh + d, size_t(P) * sizeof(uint16_t));
     }
+    for (int64_t d = 0; d < dh_; d += P) to_f16_(v + h * dh_ + d, vp + (d / P) * n_pad_ * P, P);
   }
 }
 

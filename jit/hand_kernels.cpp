@@ -11,7 +11,7 @@ namespace {
 bool avx2_fma_f16c(const topo::Isa& i) { return i.avx2 && i.fma && i.f16c; }
 bool avx512f_floor(const topo::Isa& i) { return avx2_fma_f16c(i) && i.avx512f; }
 bool avx512f_dq(const topo::Isa& i) { return avx512f_floor(i) && i.avx512dq; }
-bool avx512f_bw(const topo::Isa& i) { return i.avx512f && i.avx512bw; }
+bool avx512f_bw(const topo::Isa& i) { return avx2_fma_f16c(i) && i.avx512f && i.avx512bw; }  // its table also calls the avx2 dots
 bool avx2_fma(const topo::Isa& i) { return i.avx2 && i.fma; }
 // Decode's two-rows-per-zmm Q6_K dots: AVX512F + BW + DQ + VL, F16C, and VNNI (vpdpwssd over
 // several rows); the avx512 kernel path asks all of them but DQ and F16C.

@@ -161,9 +161,10 @@ void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
   const int64_t P = P_;
   float* kp = kp_.data() + h * dh_ * n_pad_;
   float* vp = vp_.data() + h * n_pad_ * dpad_;
-  // Up to 128 dims at a time rounded on the stack, then moved into the panels (P divides 128).
+  // Keys: up to 128 dims at a time rounded on the stack, then spread down their panel column.
+  // Values: each run of P dims rounded straight into its panel (the last one may be shorter).
   constexpr int64_t kChunk = 128;
-  float kh[kChunk], vh[kChunk];
+  float kh[kChunk];
   for (int64_t j = 0; j < n_; ++j) {
     const float* kr = qkv + j * ld + C + h * dh_;
     const float* vr = qkv + j * ld + 2 * C + h * dh_;
@@ -171,10 +172,10 @@ void VisionAttention::pack_head(const float* qkv, int64_t ld, int64_t h) const {
     for (int64_t d0 = 0; d0 < dh_; d0 += kChunk) {
       const int64_t len = std::min(kChunk, dh_ - d0);
       round_f16_(kr + d0, kh, len);
-      round_f16_(vr + d0, vh, len);
       for (int64_t d = 0; d < len; ++d) kcol[(d0 + d) * P] = kh[d];
-      for (int64_t d = 0; d < len; ++d) vp[(((d0 + d) / P) * n_pad_ + j) * P + (d0 + d) % P] = vh[d];  // value j: P floats per d-panel
     }
+    float* vrow = vp + j * P;  // value j: P floats in each d-panel
+    for (int64_t d = 0, panel = 0; d < dh_; d += P, ++panel) round_f16_(vr + d, vrow + panel * n_pad_ * P, std::min(P, dh_ - d));
   }
 }
 
