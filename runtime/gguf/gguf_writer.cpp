@@ -69,6 +69,29 @@ template <class Strings> void GgufWriter::set_strings(std::string_view key, cons
 void GgufWriter::set_string_array(std::string_view key, std::span<const std::string> values) { set_strings(key, values); }
 void GgufWriter::set_string_array(std::string_view key, std::span<const std::string_view> values) { set_strings(key, values); }
 
+void GgufWriter::set_value(std::string_view key, const Value& v) {
+  if (v.type() == ValueType::STRING) return set_string(key, v.string());
+  std::vector<uint8_t> payload;
+  if (v.type() != ValueType::ARRAY) {
+    uint8_t raw[8];
+    const size_t n = value_type_size(v.type());
+    switch (n) {  // the scalar's own bytes, whatever its type
+      case 1: { const auto x = v.scalar<uint8_t>(); std::memcpy(raw, &x, 1); break; }
+      case 2: { const auto x = v.scalar<uint16_t>(); std::memcpy(raw, &x, 2); break; }
+      case 4: { const auto x = v.scalar<uint32_t>(); std::memcpy(raw, &x, 4); break; }
+      default: { const auto x = v.scalar<uint64_t>(); std::memcpy(raw, &x, 8); break; }
+    }
+    put_bytes(payload, raw, n);
+    return add_entry(key, v.type(), std::move(payload));
+  }
+  const ArrayView& a = v.array();
+  if (a.elem == ValueType::STRING) return set_strings(key, *a.strings);
+  put(payload, int32_t(a.elem));
+  put(payload, uint64_t(a.count));
+  put_bytes(payload, a.data, size_t(a.count) * value_type_size(a.elem));
+  add_entry(key, ValueType::ARRAY, std::move(payload));
+}
+
 uint64_t GgufWriter::check_tensor(std::string_view name, TensorType type, const std::vector<int64_t>& ne) const {
   std::string what = "GGUF writer: tensor " + quoted(name);
   if (name.empty() || name.size() > kMaxTensorNameBytes) {

@@ -43,6 +43,8 @@ class GgufWriter {
   void set_bool_array(std::string_view key, const std::vector<bool>& values);
   void set_string_array(std::string_view key, std::span<const std::string> values);
   void set_string_array(std::string_view key, std::span<const std::string_view> values);
+  // Any value as a reader holds it (copying metadata from one file to another).
+  void set_value(std::string_view key, const Value& v);
 
   // ne is fastest-varying first (1..4 entries; an empty ne writes n_dims = 0, a scalar). data must
   // hold exactly the tensor's byte size.

@@ -58,6 +58,19 @@ Tokenizer load_tokenizer(const std::string& dir, int64_t n_vocab) {
   return t;
 }
 
+void set_tokenizer_keys(gguf::GgufWriter& w, const Tokenizer& tk) {
+  w.set_string("tokenizer.ggml.model", tk.vocab.model);
+  w.set_string("tokenizer.ggml.pre", tk.vocab.pre);
+  w.set_string_array("tokenizer.ggml.tokens", std::span<const std::string>(tk.vocab.tokens));
+  w.set_array<int32_t>("tokenizer.ggml.token_type", tk.vocab.token_types);
+  w.set_string_array("tokenizer.ggml.merges", std::span<const std::string>(tk.vocab.merges));
+  if (tk.vocab.eos_id >= 0) w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(tk.vocab.eos_id));
+  if (tk.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", uint32_t(tk.pad_id));
+  if (tk.vocab.bos_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", uint32_t(tk.vocab.bos_id));
+  w.set_bool("tokenizer.ggml.add_bos_token", tk.vocab.add_bos);
+  w.set_string("tokenizer.chat_template", tk.chat_template);
+}
+
 void set_text_metadata(gguf::GgufWriter& w, const ModelDims& dims, const SynthOptions& o, const Tokenizer& tk) {
   const qwen3vl::TextDims& t = dims.text;
   w.set_string("general.architecture", "qwen3vl");
@@ -80,16 +93,7 @@ void set_text_metadata(gguf::GgufWriter& w, const ModelDims& dims, const SynthOp
   w.set_f32("qwen3vl.rope.freq_base", t.rope_freq_base);
   w.set_array<int32_t>("qwen3vl.rope.dimension_sections", std::vector<int32_t>(t.rope_sections.begin(), t.rope_sections.end()));
   w.set_u32("qwen3vl.n_deepstack_layers", uint32_t(t.n_deepstack));
-  w.set_string("tokenizer.ggml.model", tk.vocab.model);
-  w.set_string("tokenizer.ggml.pre", tk.vocab.pre);
-  w.set_string_array("tokenizer.ggml.tokens", std::span<const std::string>(tk.vocab.tokens));
-  w.set_array<int32_t>("tokenizer.ggml.token_type", tk.vocab.token_types);
-  w.set_string_array("tokenizer.ggml.merges", std::span<const std::string>(tk.vocab.merges));
-  if (tk.vocab.eos_id >= 0) w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(tk.vocab.eos_id));
-  if (tk.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", uint32_t(tk.pad_id));
-  if (tk.vocab.bos_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", uint32_t(tk.vocab.bos_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", tk.vocab.add_bos);
-  w.set_string("tokenizer.chat_template", tk.chat_template);
+  set_tokenizer_keys(w, tk);
 }
 
 void set_mmproj_metadata(gguf::GgufWriter& w, const ModelDims& dims, const SynthOptions& o) {
@@ -228,6 +232,10 @@ std::vector<PlannedTensor> plan_mmproj(const ModelDims& dims, const SynthOptions
 }
 
 }  // namespace
+
+void set_qwen3_tokenizer(gguf::GgufWriter& w, const std::string& tokenizer_dir, int64_t n_vocab) {
+  set_tokenizer_keys(w, load_tokenizer(tokenizer_dir, n_vocab));
+}
 
 std::string text_file_name(const std::string& name, qwen3vl::TextMix mix) {
   return name + "-" + qwen3vl::text_mix_name(mix) + ".gguf";

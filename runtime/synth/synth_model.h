@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "runtime/gguf/gguf_writer.h"
 #include "runtime/synth/qwen3vl_layout.h"
 
 namespace ckjit::synth {
@@ -50,5 +51,9 @@ SynthFiles write_qwen3vl_pair(const qwen3vl::ModelDims& dims, const SynthOptions
 // The mmproj alone at path, as write_qwen3vl_pair writes it (no tokenizer needed): small vision
 // shapes for tests and the model-load fuzzer's seeds.
 void write_qwen3vl_mmproj(const qwen3vl::ModelDims& dims, const SynthOptions& options, const std::string& path);
+
+// The tokenizer.* keys llama.cpp's converter writes for the Qwen3 tokenizer (tokens, types, merges,
+// special ids, chat template), from tokenizer_dir; n_vocab is the model's vocabulary (rows).
+void set_qwen3_tokenizer(gguf::GgufWriter& w, const std::string& tokenizer_dir, int64_t n_vocab);
 
 }  // namespace ckjit::synth

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ctest check of the trainer's tools: tokenizer.py gives ckjit's token ids (`ckjit run -v`) on 40
-sampled training texts (one and several lines); data.py's pages are the same bytes for the same seed
-and fit their canvas; data.cer is the Levenshtein rate. Exit 77: no torch/PIL for this python."""
+sampled training texts (one and several lines); export.py's compact text file expanded by `ckjit synth
+--expand` is the full export; data.py's pages are the same bytes for the same seed and fit their
+canvas; data.cer is the Levenshtein rate. Exit 77: no torch/PIL for this python."""
 import os
 import re
 import subprocess
@@ -19,6 +20,39 @@ except ImportError as e:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data as D  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
+
+
+def check_compact(ckjit, tmp, template):
+    """export.py's compact text file, expanded by `ckjit synth --expand`, is the full export: the same
+    metadata and token_embd, the same logits."""
+    import export
+    import gguf_io as G
+    import qwen3vl as Q
+    model = export.randomize(Q.Qwen3VL(Q.TextConfig(n_layer=1), Q.VisionConfig(n_layer=1, deepstack_layers=[0])), 3)
+    used = sorted({0, 13, 198, 872, 4418, 77091, 151643, 151644, 151645, 151652, 151653} | set(range(1000, 1400)))
+    with torch.no_grad():
+        unused = torch.ones(Q.N_VOCAB, dtype=torch.bool)
+        unused[used] = False
+        model.text.embd[unused] = torch.tensor([-16.0] + [0.0] * (model.text.c.n_embd - 1))
+    model.text.c.n_deepstack = 1
+    full, compact = os.path.join(tmp, "full.gguf"), os.path.join(tmp, "c.compact.gguf")
+    export.write_pair(model, template, full, os.path.join(tmp, "mm.gguf"))
+    export.write_pair(model, template, compact, os.path.join(tmp, "mm8.gguf"), used=used, mmproj_q8=True)
+    subprocess.run([ckjit, "synth", "--expand", compact, "--out", os.path.join(tmp, "x")], check=True, capture_output=True)
+    a, b = G.Reader(full), G.Reader(os.path.join(tmp, "x", "c.gguf"))
+    same = {k: v.value for k, v in a.kv.items()} == {k: v.value for k, v in b.kv.items()}
+    same = same and all(np.array_equal(a.tensor(n), b.tensor(n)) for n in a.tensors) and set(a.tensors) == set(b.tensors)
+    logits = []
+    for path in (full, os.path.join(tmp, "x", "c.gguf")):
+        out = os.path.join(tmp, "l.bin")
+        subprocess.run([ckjit, "run", "-m", path, "-p", "Read the text.", "-n", "3", "--ignore-eos", "--dump-logits", out],
+                       check=True, capture_output=True)
+        logits.append(open(out, "rb").read())
+    if not same or logits[0] != logits[1]:
+        print(f"check_tools: the expanded compact file differs from the full export (metadata and tensors "
+              f"{'equal' if same else 'differ'}, logits {'equal' if logits[0] == logits[1] else 'differ'})")
+        return False
+    return True
 
 
 def main():
@@ -41,6 +75,7 @@ def main():
             if tok.decode(tok.encode(text)) != text:
                 print(f"check_tools: {text!r} does not survive encode + decode")
                 ok = False
+        ok = check_compact(ckjit, tmp, model) and ok
     a, b = D.Pages(5).sample(3), D.Pages(5).sample(3)
     if not (np.array_equal(a[0], b[0]) and a[1] == b[1]):
         print("check_tools: the same seed gave two different pages")

@@ -18,9 +18,12 @@ def _np(t):
     return t.detach().to(torch.float32).cpu().numpy()
 
 
-def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckjit tiny ocr"):
+def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckjit tiny ocr", used=None,
+               mmproj_q8=False):
+    """used (sorted ids): write a compact text file instead (runtime/synth/compact_text.h: only those
+    rows of token_embd, no tokenizer; `ckjit synth --expand` makes the full file). mmproj_q8: the
+    mmproj's matrices as Q8_0 and its patch kernels F32, as llama.cpp's converter writes q8_0."""
     tc, vc = model.text.c, model.vision.c
-    tmpl = G.Reader(template_path)
     w = G.Writer()
     w.add_kv("general.architecture", G.string("qwen3vl"))
     w.add_kv("general.type", G.string("model"))
@@ -40,18 +43,29 @@ def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckji
     w.add_kv(a + "rope.freq_base", G.f32(tc.rope_base))
     w.add_kv(a + "rope.dimension_sections", G.array(G.I32, tc.sections))
     w.add_kv(a + "n_deepstack_layers", G.u32(tc.n_deepstack))
-    n_tok = 0
-    for key, v in tmpl.kv.items():
-        if key.startswith("tokenizer."):
-            w.add_kv(key, v)
-            if key == "tokenizer.ggml.tokens":
-                n_tok = len(v.value)
-    if n_tok == 0:
-        raise ValueError(f"{template_path}: no tokenizer.ggml.tokens to copy")
     t = model.text
     if t.embd.shape[0] != tc.n_vocab:
         raise ValueError(f"vocabulary rows {t.embd.shape[0]} != n_vocab {tc.n_vocab}")
-    w.add_tensor("token_embd.weight", _np(t.embd), G.T_Q8_0)
+    if used is None:
+        n_tok = 0
+        for key, v in G.Reader(template_path).kv.items():
+            if key.startswith("tokenizer."):
+                w.add_kv(key, v)
+                if key == "tokenizer.ggml.tokens":
+                    n_tok = len(v.value)
+        if n_tok == 0:
+            raise ValueError(f"{template_path}: no tokenizer.ggml.tokens to copy")
+        w.add_tensor("token_embd.weight", _np(t.embd), G.T_Q8_0)
+    else:
+        rows = _np(t.embd)
+        unused = np.setdiff1d(np.arange(tc.n_vocab), np.asarray(used))
+        filler = rows[unused[0]]
+        if not (rows[unused] == filler).all():
+            raise ValueError("a compact file needs every unused row alike")
+        w.add_kv("ckjit.compact.used_ids", G.array(G.I32, used))
+        w.add_kv("ckjit.compact.n_vocab", G.u32(tc.n_vocab))
+        w.add_kv("ckjit.compact.filler", G.array(G.U8, np.frombuffer(G.quantize_q8_0(filler), np.uint8).tolist()))
+        w.add_tensor("token_embd.weight", rows[np.asarray(used)], G.T_Q8_0)
     w.add_tensor("output_norm.weight", _np(t.out_norm), G.T_F32)
     for i, L in enumerate(t.layers):
         b = f"blk.{i}."
@@ -73,7 +87,8 @@ def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckji
     m.add_kv("general.architecture", G.string("clip"))
     m.add_kv("general.type", G.string("mmproj"))
     m.add_kv("general.name", G.string(name + " vision"))
-    m.add_kv("general.file_type", G.u32(1))
+    m.add_kv("general.file_type", G.u32(7 if mmproj_q8 else 1))
+    mat = G.T_Q8_0 if mmproj_q8 else G.T_F16
     m.add_kv("clip.projector_type", G.string("qwen3vl_merger"))
     m.add_kv("clip.has_vision_encoder", G.boolean(True))
     m.add_kv("clip.use_gelu", G.boolean(True))
@@ -90,8 +105,8 @@ def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckji
     m.add_kv(c + "image_mean", G.array(G.F32V, [0.5, 0.5, 0.5]))
     m.add_kv(c + "image_std", G.array(G.F32V, [0.5, 0.5, 0.5]))
     m.add_kv(c + "is_deepstack_layers", G.array(G.BOOL, [i in vc.deepstack_layers for i in range(vc.n_layer)]))
-    m.add_tensor("v.patch_embd.weight", _np(v.patch_w0), G.T_F16)
-    m.add_tensor("v.patch_embd.weight.1", _np(v.patch_w1), G.T_F16)
+    m.add_tensor("v.patch_embd.weight", _np(v.patch_w0), G.T_F32 if mmproj_q8 else G.T_F16)
+    m.add_tensor("v.patch_embd.weight.1", _np(v.patch_w1), G.T_F32 if mmproj_q8 else G.T_F16)
     m.add_tensor("v.patch_embd.bias", _np(v.patch_b), G.T_F32)
     m.add_tensor("v.position_embd.weight", _np(v.pos), G.T_F32)
     for i, B in enumerate(v.blocks):
@@ -100,12 +115,12 @@ def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckji
             m.add_tensor(b + nm + ".weight", _np(mod.weight), G.T_F32)
             m.add_tensor(b + nm + ".bias", _np(mod.bias), G.T_F32)
         for nm, lin in (("attn_qkv", B.qkv), ("attn_out", B.out), ("ffn_up", B.up), ("ffn_down", B.down)):
-            m.add_tensor(b + nm + ".weight", _np(lin.weight), G.T_F16)
+            m.add_tensor(b + nm + ".weight", _np(lin.weight), mat)
             m.add_tensor(b + nm + ".bias", _np(lin.bias), G.T_F32)
     m.add_tensor("v.post_ln.weight", _np(v.post.norm.weight), G.T_F32)
     m.add_tensor("v.post_ln.bias", _np(v.post.norm.bias), G.T_F32)
     for nm, lin in (("mm.0", v.post.fc1), ("mm.2", v.post.fc2)):
-        m.add_tensor(nm + ".weight", _np(lin.weight), G.T_F16)
+        m.add_tensor(nm + ".weight", _np(lin.weight), mat)
         m.add_tensor(nm + ".bias", _np(lin.bias), G.T_F32)
     for i in vc.deepstack_layers:
         d = v.deepstack[str(i)]
@@ -113,7 +128,7 @@ def write_pair(model: Qwen3VL, template_path, text_path, mmproj_path, name="ckji
         m.add_tensor(b + "norm.weight", _np(d.norm.weight), G.T_F32)
         m.add_tensor(b + "norm.bias", _np(d.norm.bias), G.T_F32)
         for nm, lin in (("fc1", d.fc1), ("fc2", d.fc2)):
-            m.add_tensor(b + nm + ".weight", _np(lin.weight), G.T_F16)
+            m.add_tensor(b + nm + ".weight", _np(lin.weight), mat)
             m.add_tensor(b + nm + ".bias", _np(lin.bias), G.T_F32)
     m.write(mmproj_path)
 
@@ -222,10 +237,13 @@ def model_from_checkpoint(state, dtype=torch.float32):
     return model.to(dtype)
 
 
-def write_trained(checkpoint, template_path, text_path, mmproj_path):
+def write_trained(checkpoint, template_path, text_path, mmproj_path, compact=False):
+    """compact: the text file holds only the used rows and no tokenizer (template_path unused) and the
+    mmproj's matrices are Q8_0: what assets/ ships."""
     state = torch.load(checkpoint)
     write_pair(model_from_checkpoint(state), template_path, text_path, mmproj_path,
-               name=f"ckjit tiny ocr (step {state['step']})")
+               name=f"ckjit tiny ocr (step {state['step']})", used=state["used"] if compact else None,
+               mmproj_q8=compact)
     return state
 
 
@@ -233,11 +251,17 @@ if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description="a train.py checkpoint -> GGUF pair")
     ap.add_argument("checkpoint")
-    ap.add_argument("--template", required=True, help="a qwen3vl GGUF with the Qwen3 tokenizer (ckjit synth writes one)")
+    ap.add_argument("--template", help="a qwen3vl GGUF with the Qwen3 tokenizer (ckjit synth writes one); not with --compact")
     ap.add_argument("--out", required=True, help="directory for tiny-ocr-Q8_0.gguf and mmproj-tiny-ocr-f16.gguf")
+    ap.add_argument("--compact", action="store_true",
+                    help="write tiny-ocr-Q8_0.compact.gguf (used rows only, no tokenizer: `ckjit synth --expand` "
+                         "makes the full file) and mmproj-tiny-ocr-q8_0.gguf")
     a = ap.parse_args()
     import os
+    if not a.compact and not a.template:
+        ap.error("--template is needed without --compact")
     os.makedirs(a.out, exist_ok=True)
-    s = write_trained(a.checkpoint, a.template, os.path.join(a.out, "tiny-ocr-Q8_0.gguf"),
-                      os.path.join(a.out, "mmproj-tiny-ocr-f16.gguf"))
+    text = "tiny-ocr-Q8_0.compact.gguf" if a.compact else "tiny-ocr-Q8_0.gguf"
+    mm = "mmproj-tiny-ocr-q8_0.gguf" if a.compact else "mmproj-tiny-ocr-f16.gguf"
+    s = write_trained(a.checkpoint, a.template, os.path.join(a.out, text), os.path.join(a.out, mm), a.compact)
     print(f"wrote {a.out}: step {s['step']}, level {s['level']}, best {s['best']}")
