@@ -20,11 +20,11 @@
 #include "pair/context.h"
 #include "pair/model.h"
 #include "runtime/error.h"
-#include "runtime/synth/synth_model.h"
 #include "runtime/token_ids.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
 #include "tools/report/report_collect.h"
+#include "tools/run_default.h"
 #include "topology/machine.h"
 
 namespace po = boost::program_options;
@@ -38,62 +38,6 @@ std::string read_text_file(const std::string& path, const char* what) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The embedded default: without -m, `ckjit run` synthesizes (once, cached in the user cache dir)
-// a random-weight Qwen3-VL pair with the real Qwen3 tokenizer, 2B-shaped unless CKJIT_DEFAULT_PRESET
-// names another preset (tests use tiny), and reads the sample page the repository ships. Its text
-// is random by construction; it shows the pipeline and the time of each phase, nothing more.
-struct DefaultPair { std::string model, mmproj, preset; };
-
-std::filesystem::path user_cache_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  return xdg && *xdg ? std::filesystem::path(xdg) / "ckjit"
-         : home && *home ? std::filesystem::path(home) / ".cache" / "ckjit"
-                         : std::filesystem::temp_directory_path() / "ckjit";
-}
-
-DefaultPair default_pair() {
-  const char* env = std::getenv("CKJIT_DEFAULT_PRESET");
-  const std::string preset = env && *env ? env : "2b";
-  auto dims = ckjit::qwen3vl::preset_dims(preset);
-  const std::filesystem::path dir = user_cache_dir() / ("default-" + preset);
-  DefaultPair out{(dir / ckjit::synth::text_file_name(dims.preset, ckjit::qwen3vl::TextMix::Q4_K_M)).string(),
-                  (dir / ckjit::synth::mmproj_file_name(dims.preset, ckjit::qwen3vl::MmprojType::F16)).string(), preset};
-  if (std::filesystem::exists(out.model) && std::filesystem::exists(out.mmproj)) return out;
-  ckjit::synth::SynthOptions o;
-  o.seed = 1;
-  o.sharpness = 10.0f;  // clear greedy choices
-  const char* tk = std::getenv("CKJIT_TOKENIZER_DIR");
-  o.tokenizer_dir = tk && *tk ? tk : CKJIT_DEFAULT_TOKENIZER_DIR;
-  std::fprintf(stderr, "run: synthesizing the default %s pair into %s (once; ckjit synth --preset %s --seed 1 --sharpness 10)\n",
-               preset.c_str(), dir.string().c_str(), preset.c_str());
-  // Written next to the cache and renamed when complete: an interrupted run leaves no half file.
-  const std::filesystem::path tmp = dir.string() + ".partial-" + std::to_string(::getpid());
-  std::filesystem::remove_all(tmp);
-  int last = -1;
-  auto progress = [&](uint64_t done, uint64_t total) {
-    const int pct = total ? int(done * 100 / total) : 100;
-    if (pct == last) return;
-    last = pct;
-    const int bar = pct * 40 / 100;
-    std::fprintf(stderr, "\rsynth [%.*s%*s] %3d%% of %.0f MiB", bar, "========================================", 40 - bar, "",
-                 pct, double(total) / 1048576.0);
-    if (pct == 100) std::fputc('\n', stderr);
-  };
-  ckjit::synth::write_qwen3vl_pair(dims, o, tmp.string(), progress);
-  std::filesystem::create_directories(dir.parent_path());
-  std::filesystem::remove_all(dir);
-  std::filesystem::rename(tmp, dir);
-  return out;
-}
-
-// The sample page: next to the binary's source tree, or given by CKJIT_SAMPLE_PAGE.
-std::string sample_page_path() {
-  const char* env = std::getenv("CKJIT_SAMPLE_PAGE");
-  if (env && *env) return env;
-  return CKJIT_SAMPLE_PAGE;
 }
 
 // llama.cpp's --logit-bias form: TOKEN_ID followed by +BIAS or -BIAS (e.g. 15043+1, 2-inf).
@@ -171,14 +115,18 @@ int run_main(const std::vector<std::string>& args) {
   po::notify(vm);
   if (vm.count("help")) {
     std::cout << "usage: ckjit run -m m.gguf [--mmproj mmproj.gguf --image page.png] -p \"text\" [-n N] [-t T] [--temp X] [--seed S] [--chat]\n"
-                 "without -m: a synthesized 2B-shaped random-weight pair reads the sample page (the text is noise)\n" << opts;
+                 "without -m: the trained tiny OCR model (assets/tiny-ocr) reads its sample page, or with CKJIT_DEFAULT_PRESET=2b\n"
+                 "(also when that model is absent) a synthesized 2B-shaped random-weight pair reads assets/sample-page.png (noise)\n" << opts;
     return 0;
   }
   const bool embedded_default = !vm.count("model");
   if (embedded_default && vm.count("mmproj")) throw ckjit::Error("--mmproj needs -m (the text model it belongs to)");
   if (vm.count("prompt") && vm.count("file")) throw ckjit::Error("give the prompt with -p or -f, not both");
-  // The embedded default generates a short answer unless -n says otherwise.
-  const int n_predict = embedded_default && vm["n-predict"].defaulted() ? 32 : vm["n-predict"].as<int>();
+  const ckjit::cli::DefaultPair def = embedded_default ? ckjit::cli::default_pair() : ckjit::cli::DefaultPair{};
+  const bool trained_default = embedded_default && def.preset.empty();
+  // The embedded default generates a short answer unless -n says otherwise (a page of a few lines
+  // for the trained model).
+  const int n_predict = embedded_default && vm["n-predict"].defaulted() ? (trained_default ? 96 : 32) : vm["n-predict"].as<int>();
   const int n_ctx = vm["ctx-size"].as<int>();
   const bool verbose = vm.count("verbose") > 0;
   const std::string attention =
@@ -209,16 +157,17 @@ int run_main(const std::vector<std::string>& args) {
   if (want_threads < 1) throw ckjit::Error("--threads must be at least 1");
   std::fprintf(stderr, "machine: %s\n", machine.name().c_str());
   if (vm.count("no-profile")) std::fprintf(stderr, "profile: not used (--no-profile)\n");
-  if (embedded_default)
+  if (trained_default)
+    std::fprintf(stderr, "run: no -m given: using the embedded default, the tiny OCR model trained by tools/train_tiny_ocr "
+                         "(assets/tiny-ocr), reading its sample page %s\n", def.page.c_str());
+  else if (embedded_default)
     std::fprintf(stderr, "run: no -m given: using the embedded default, a synthesized random-weight Qwen3-VL pair "
                          "(real tokenizer) reading the sample page; the weights are random, so the text is noise\n");
 
   // ---- load ----
-  DefaultPair def;
-  if (embedded_default) def = default_pair();
   std::vector<std::string> image_paths;
   if (vm.count("image")) image_paths = vm["image"].as<std::vector<std::string>>();
-  else if (embedded_default) image_paths = {sample_page_path()};
+  else if (embedded_default) image_paths = {def.page};
   ckjit::pair::LoadOptions lo;
   lo.model_path = embedded_default ? def.model : vm["model"].as<std::string>();
   lo.mmproj_path = embedded_default ? def.mmproj : vm.count("mmproj") ? vm["mmproj"].as<std::string>() : "";
@@ -355,9 +304,11 @@ int run_main(const std::vector<std::string>& args) {
   }
 
   ckjit::graph::GenerateCallbacks cb;
-  cb.on_text = [](const std::string& text) {
+  std::string answer;  // kept for the trained default's error rate
+  cb.on_text = [&](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
+    if (trained_default) answer += text;
   };
   if (dump)
     cb.on_logits = [&](const float* logits, int64_t n) {
@@ -416,7 +367,10 @@ int run_main(const std::vector<std::string>& args) {
       report_problem = e.what();
     }
   }
-  if (embedded_default)
+  if (trained_default && !vm.count("image") && !vm.count("prompt") && !vm.count("file"))
+    std::fprintf(stderr, "page text:  %s\ncharacter error rate: %.1f %% (the model's reading above against the text the page was "
+                         "rendered from)\n", def.page_text.c_str(), 100.0 * ckjit::cli::char_error_rate(answer, def.page_text));
+  else if (embedded_default && !trained_default)
     std::fprintf(stderr, "note: the default pair has random weights (%s preset): the text above is noise; "
                          "run with -m/--mmproj/--image for real files\n", def.preset.c_str());
   if (!report_problem.empty()) {

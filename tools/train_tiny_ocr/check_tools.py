@@ -48,11 +48,49 @@ def check_compact(ckjit, tmp, template):
         subprocess.run([ckjit, "run", "-m", path, "-p", "Read the text.", "-n", "3", "--ignore-eos", "--dump-logits", out],
                        check=True, capture_output=True)
         logits.append(open(out, "rb").read())
+    ok = check_default_run(ckjit, tmp, compact, os.path.join(tmp, "mm8.gguf"))
     if not same or logits[0] != logits[1]:
         print(f"check_tools: the expanded compact file differs from the full export (metadata and tensors "
               f"{'equal' if same else 'differ'}, logits {'equal' if logits[0] == logits[1] else 'differ'})")
         return False
-    return True
+    return ok
+
+
+def check_default_run(ckjit, tmp, compact, mmproj):
+    """`ckjit run` without -m reads a trained dir (CKJIT_TRAINED_DIR): the compact file expanded once
+    into the cache, the sample page read, its text and the character error rate printed (the rate is
+    checked against data.cer of the printed reading); CKJIT_DEFAULT_PRESET still picks the random pair."""
+    import shutil
+    from PIL import Image
+    tdir, cache = os.path.join(tmp, "trained"), os.path.join(tmp, "cache")
+    os.makedirs(tdir)
+    shutil.copy(compact, os.path.join(tdir, "tiny-ocr-Q8_0.compact.gguf"))
+    shutil.copy(mmproj, os.path.join(tdir, "mmproj-tiny-ocr-q8_0.gguf"))
+    img, text = D.Pages(7).sample(0)
+    Image.fromarray(img).save(os.path.join(tdir, "sample.png"))
+    with open(os.path.join(tdir, "sample.txt"), "w") as f:
+        f.write(text + "\n")
+    env = dict(os.environ, CKJIT_TRAINED_DIR=tdir, XDG_CACHE_HOME=cache)
+    env.pop("CKJIT_DEFAULT_PRESET", None)
+    ok = True
+    for attempt in range(2):
+        r = subprocess.run([ckjit, "run", "-n", "8"], capture_output=True, text=True, env=env)
+        expanded = "expanding the trained tiny OCR model" in r.stderr
+        m = re.search(r"^page text:  (.*)\ncharacter error rate: ([0-9.]+) %", r.stderr, re.M)
+        if r.returncode != 0 or not m or m.group(1) != text or expanded != (attempt == 0):
+            print(f"check_tools: default run {attempt}: exit {r.returncode}, expanded {expanded}:\n{r.stderr[-1500:]}")
+            ok = False
+            continue
+        want = 100 * D.cer(r.stdout[:-1], text)
+        if abs(float(m.group(2)) - want) > 0.051:
+            print(f"check_tools: default run printed CER {m.group(2)} %, data.cer gives {want:.2f} % for {r.stdout!r}")
+            ok = False
+    env["CKJIT_DEFAULT_PRESET"] = "tiny"
+    r = subprocess.run([ckjit, "run", "-n", "2"], capture_output=True, text=True, env=env)
+    if r.returncode != 0 or "random weights (tiny preset)" not in r.stderr:
+        print(f"check_tools: CKJIT_DEFAULT_PRESET=tiny did not run the random pair:\n{r.stderr[-1500:]}")
+        ok = False
+    return ok
 
 
 def main():

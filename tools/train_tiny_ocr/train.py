@@ -28,6 +28,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data as D  # noqa: E402
 import qwen3vl as Q  # noqa: E402
+from export import UNUSED  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
 EMB0 = 1.0
@@ -98,6 +99,13 @@ class Trainer:
     def emb(self):
         return torch.cat([torch.full((len(self.used), 1), EMB0), self.emb_rest], dim=1)
 
+    def logits(self, h):
+        """Logits over the used ids plus one last column for every unused id (their rows are all
+        (-UNUSED, 0, ...) in the exported file): trained against like any wrong answer, so an unused
+        id cannot win (a first version without it learned a negative output_norm[0], and the
+        exported model printed id 0 forever)."""
+        return torch.cat([h @ self.emb().t(), -UNUSED * h[..., :1]], dim=-1)
+
     def make_heldout(self, level, n=48):
         p = D.Pages(10 ** 6 + level)
         return [p.sample(level) for _ in range(n)]
@@ -146,7 +154,7 @@ class Trainer:
         # the output matrix only at the positions that predict a target token
         hs = torch.cat([h[b, P - 1:P - 1 + len(t)] for b, t in enumerate(targets)])
         lab = torch.tensor([self.local[i] for t in targets for i in t])
-        loss = F.cross_entropy(hs @ self.emb().t(), lab)
+        loss = F.cross_entropy(self.logits(hs), lab)
         warm = min(1.0, (self.step + 1) / 300)
         for g in self.opt.param_groups:
             g["lr"] = a.lr * warm
@@ -162,10 +170,12 @@ class Trainer:
         pixels = Q.preprocess(img)[None]
         vision = self.model.vision(pixels)
         out = []
-        emb = self.emb()
         for _ in range(max_new):
             h, P = self.forward(pixels, [out], vision, hidden=True)
-            nxt = self.used[int((h[0, P - 1 + len(out)] @ emb.t()).argmax())]
+            k = int(self.logits(h[0, P - 1 + len(out)]).argmax())
+            if k == len(self.used):  # an unused id would win: the exported model would print garbage
+                return self.tok.decode(out) + "\ufffd"
+            nxt = self.used[k]
             if nxt == Q.IM_END:
                 break
             out.append(nxt)
