@@ -44,6 +44,14 @@ run_ctest() {  # run_ctest BUILD_DIR [ctest args...]
 case "$cmd" in
   run)
     build build Release
+    # No options and a trained model in assets/tiny-ocr: it reads its sample page, then the 2B-shaped
+    # random pair shows the speed of each phase on assets/sample-page.png.
+    if [ $# -eq 0 ] && [ -z "${CKJIT_DEFAULT_PRESET:-}" ] && [ -f "$ROOT/assets/tiny-ocr/tiny-ocr-Q8_0.compact.gguf" ]; then
+      echo "== 1/2: the tiny OCR model trained by tools/train_tiny_ocr reads its sample page (assets/tiny-ocr)" >&2
+      "$ROOT/build/tools/ckjit" run
+      echo "== 2/2: a 2B-shaped random-weight pair reads assets/sample-page.png: the time of each phase (its text is noise)" >&2
+      CKJIT_DEFAULT_PRESET=2b exec "$ROOT/build/tools/ckjit" run
+    fi
     exec "$ROOT/build/tools/ckjit" run "$@"
     ;;
   test)
