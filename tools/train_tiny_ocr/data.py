@@ -3,7 +3,8 @@ with their ground truth. Sizes are multiples of 32 with at least 8 merged patche
 preprocessing keeps them as they are (no resize).
 
 Curriculum levels (`level` 0..3): 0 one short line on a 256x32 strip; 1 one line of up to 5 items on
-256-384 x 32-64; 2 one or two lines on up to 384x96; 3 up to four lines on up to 448x160.
+256-384 x 32-64; 2 one or two lines on up to 384x96; 3 up to four lines on up to 448x160. Words come
+from the 250 commonest at level 0, 500 at level 1, all 1,000 above.
 """
 import glob
 import os
@@ -47,6 +48,7 @@ class Pages:
         self.words = word_list or words()
         self.fonts = fonts()
         self._font_cache = {}
+        self.n_words = len(self.words)
 
     def font(self, path, size):
         key = (path, size)
@@ -57,7 +59,7 @@ class Pages:
     def item(self):
         r = self.rng.random()
         if r < 0.72:
-            w = self.words[int(self.rng.integers(0, len(self.words)))]
+            w = self.words[int(self.rng.integers(0, min(len(self.words), self.n_words)))]
             k = self.rng.random()
             return w.capitalize() if k < 0.25 else w.upper() if k < 0.3 else w
         if r < 0.92:
@@ -81,6 +83,8 @@ class Pages:
 
     LEVELS = [(1, 2, [256], [32]), (1, 5, [256, 320, 384], [32, 64]), (2, 5, [320, 384], [64, 96]),
               (4, 6, [384, 448], [96, 128, 160])]
+    # The commonest words first: each is seen more often while the model learns to read at all.
+    WORDS_AT_LEVEL = [250, 500, 1000, 1000]
 
     def size(self, level):
         _, _, Ws, Hs = self.LEVELS[level]
@@ -90,6 +94,7 @@ class Pages:
         """(RGB uint8 array [H, W, 3], ground-truth text with lines joined by '\\n')."""
         rng = self.rng
         n_lines, max_items, _, _ = self.LEVELS[level]
+        self.n_words = self.WORDS_AT_LEVEL[level]
         W, H = size or self.size(level)
         lines = [self.line(max_items) for _ in range(int(rng.integers(1, n_lines + 1)))]
         path = self.fonts[int(rng.integers(0, len(self.fonts)))]
