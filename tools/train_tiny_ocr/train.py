@@ -204,6 +204,17 @@ class Trainer:
         random.setstate(s["rng"])
         self.pages.rng.bit_generator.state = s["pages_rng"]
 
+    def init_from_pair(self, text_path, mmproj_path):
+        """Weights from an exported pair (export.py, full or expanded compact text file): how a run
+        resumes from the pair a repository ships, with a fresh optimizer."""
+        import export
+        m = export.read_pair(text_path, mmproj_path)
+        sd = {k: v for k, v in m.state_dict().items() if k != "text.embd"}
+        self.model.load_state_dict(sd, strict=False)
+        rows = m.text.embd[torch.tensor(self.used)]
+        with torch.no_grad():
+            self.emb_rest.copy_(rows[:, 1:])
+
     def save(self, name):
         tmp = os.path.join(self.args.out, name + ".tmp")
         torch.save(self.state(), tmp)
@@ -221,6 +232,9 @@ def main():
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--ckpt-min", type=float, default=5.0)
     ap.add_argument("--advance-cer", type=float, default=0.08, help="move up a level below this held-out CER")
+    ap.add_argument("--init-from", nargs=2, metavar=("TEXT", "MMPROJ"),
+                    help="start from an exported pair's weights (when OUT has no last.pt), e.g. assets/tiny-ocr's expanded")
+    ap.add_argument("--level", type=int, default=0, help="the level a run started with --init-from begins at")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
@@ -229,6 +243,10 @@ def main():
     if os.path.exists(last):
         tr.load(last)
         print(f"resumed at step {tr.step}, level {tr.level}", flush=True)
+    elif args.init_from:
+        tr.init_from_pair(*args.init_from)
+        tr.level = args.level
+        print(f"started from {args.init_from[0]}, level {tr.level}", flush=True)
     print(f"used ids {len(tr.used)}, params {sum(p.numel() for p in tr.model.parameters()) + tr.emb_rest.numel():,}", flush=True)
     t0 = time.time()
     t_ckpt = time.time()
