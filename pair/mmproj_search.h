@@ -1,7 +1,9 @@
 #pragma once
 // Where the projector is when only the text model is named: beside it, as LM Studio's and
 // llama.cpp's downloads lay a pair out (model.gguf and mmproj-*.gguf in one folder). Every
-// mmproj*.gguf there is opened and checked against the text model; exactly one that fits is taken.
+// mmproj*.gguf there is opened and checked against the text model; the one that fits is taken, or
+// of several that fit, the one whose name carries the model's (mmproj-X-F16.gguf for X-Q4_K_M.gguf:
+// the names HF repos and llama.cpp's converter give).
 #include <string>
 
 #include "graph/hparams.h"

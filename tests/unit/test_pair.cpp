@@ -236,6 +236,38 @@ TEST_CASE("pair: no projector or several beside the model are errors that list w
   }
 }
 
+TEST_CASE("pair: of several projectors that fit the one whose name carries the model's is taken and named") {
+  // The folder of issue 53: a model and three projectors that all fit it, named as HF repos do.
+  const fs::path dir = files().dir / "by-name";
+  fs::create_directories(dir);
+  const fs::path model = dir / "qwen3vl-tiny-s13-q4_k_m.gguf";
+  fs::copy_file(files().model, model, fs::copy_options::overwrite_existing);
+  for (const char* s : {"s7", "s11", "s13"})
+    fs::copy_file(files().mmproj, dir / ("mmproj-qwen3vl-tiny-" + std::string(s) + "-f16.gguf"), fs::copy_options::overwrite_existing);
+  pair::LoadOptions lo;
+  lo.model_path = model.string();
+  lo.threads = 1;
+  lo.want_vision = true;
+  SUBCASE("vision wanted") {}
+  SUBCASE("vision optional (serve)") { lo.vision_optional = true; }
+  const auto m = pair::Model::load(lo);
+  REQUIRE(m->vision() != nullptr);
+  CHECK(fs::path(m->mmproj_path()).filename() == "mmproj-qwen3vl-tiny-s13-f16.gguf");
+  CHECK(m->mmproj_note().find("its name carries the model's") != std::string::npos);
+  // Upper case and another type tag name the same model (Qwen3-VL-2B-Instruct-Q4_K_M.gguf and
+  // mmproj-Qwen3-VL-2B-Instruct-F16.gguf); a projector naming no model leaves the choice open.
+  const fs::path model2 = dir / "QWEN3VL-TINY-S11-Q8_0.gguf";
+  fs::copy_file(files().model, model2, fs::copy_options::overwrite_existing);
+  lo.model_path = model2.string();
+  CHECK(fs::path(pair::Model::load(lo)->mmproj_path()).filename() == "mmproj-qwen3vl-tiny-s11-f16.gguf");
+  const fs::path model3 = dir / "other-Q4_K_M.gguf";
+  fs::copy_file(files().model, model3, fs::copy_options::overwrite_existing);
+  lo.model_path = model3.string();
+  lo.vision_optional = false;
+  CHECK_THROWS_WITH_AS(pair::Model::load(lo), doctest::Contains("none carries the model's name (other)"), Error);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("pair: images are placed at the text's markers / else where they were added") {
   pair::Prompt p;
   p.add_text("Read ");
