@@ -368,6 +368,10 @@ std::shared_ptr<const vision::ImageEmbedding> encode_image(ckjit_session* s,
                                                            const std::function<vision::PreparedImage(const pair::Context&)>& prepare) {
   const auto t0 = Clock::now();
   vision::PreparedImage im = prepare(*s->ctx);
+  // A page too big for the context is refused from its header size, before seconds of encoding.
+  int64_t pending = 0;
+  for (const auto& e : s->prompt.images()) pending += e->n_rows() + 2;
+  s->ctx->require_image_room(im, pending);
   auto rows = s->ctx->encode(im);
   s->timings.encode_ms += ms_since(t0);
   return rows;

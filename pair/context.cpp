@@ -71,14 +71,18 @@ std::vector<vision::PreparedImage> Context::prepare_images(const std::vector<std
   int64_t rows = 0;
   for (const std::string& path : paths) {
     out.push_back(prepare_image(path));
-    const vision::PreparedImage& im = out.back();
-    rows += im.n_rows + 2;  // <|vision_start|>, the rows, <|vision_end|>
-    graph::require_room(*session_, rows, path + ": the image gives " + std::to_string(im.n_rows) + " rows (" + std::to_string(im.pixels.width) +
-                           " x " + std::to_string(im.pixels.height) + " canvas); the images take " + std::to_string(rows) +
-                           " rows with their start and end tokens, more than the context",
-                        "raise $n_ctx or lower $image_max_tokens");
+    require_image_room(out.back(), rows);
+    rows += out.back().n_rows + 2;
   }
   return out;
+}
+
+void Context::require_image_room(const vision::PreparedImage& im, int64_t pending_rows) const {
+  const int64_t rows = pending_rows + im.n_rows + 2;  // <|vision_start|>, the rows, <|vision_end|>
+  graph::require_room(*session_, rows, im.name + ": the image gives " + std::to_string(im.n_rows) + " rows (" +
+                         std::to_string(im.pixels.width) + " x " + std::to_string(im.pixels.height) + " canvas); the images take " +
+                         std::to_string(rows) + " rows with their start and end tokens, more than the context",
+                      "raise $n_ctx or lower $image_max_tokens");
 }
 
 std::shared_ptr<const vision::ImageEmbedding> Context::encode(vision::PreparedImage& im, OpProfile* prof, Tap* tap) {

@@ -56,6 +56,9 @@ class Context {
   vision::PreparedImage prepare_image(std::span<const uint8_t> bytes, const std::string& name, int min_tokens, int max_tokens) const;
   // Several images meant for one prompt: each prepared, and together checked against the context.
   std::vector<vision::PreparedImage> prepare_images(const std::vector<std::string>& paths) const;
+  // Before encoding one more image for a prompt that already holds `pending_rows` image rows (with
+  // their start and end tokens): Error (context_full) when the images alone would not fit.
+  void require_image_room(const vision::PreparedImage& im, int64_t pending_rows) const;
   // Through the vision tower (its memory checked first); im's pixels are released.
   std::shared_ptr<const vision::ImageEmbedding> encode(vision::PreparedImage& im, OpProfile* prof = nullptr, Tap* tap = nullptr);
 

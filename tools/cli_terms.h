@@ -1,6 +1,7 @@
 #pragma once
 // The library's parameters as the CLI's flags, for library messages that name a remedy
 // (runtime/error.h: "raise $n_ctx" prints as "raise -c").
+#include <cctype>
 #include <string>
 
 #include "runtime/error.h"
@@ -20,5 +21,20 @@ inline std::string flag_term(const std::string& param) {
 }
 
 inline std::string in_flag_terms(const Error& e) { return e.in_terms(flag_term); }
+
+// A C API message (which names parameters: "raise n_ctx") in the CLI's terms ("raise -c"): each
+// parameter of the table that stands as a word.
+inline std::string text_in_flag_terms(std::string text) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!word(text[i]) || (i > 0 && word(text[i - 1]))) continue;
+    size_t j = i;
+    while (j < text.size() && word(text[j])) ++j;
+    const std::string flag = flag_term(text.substr(i, j - i));
+    if (!flag.empty()) text.replace(i, j - i, flag), j = i + flag.size();
+    i = j;
+  }
+  return text;
+}
 
 }  // namespace ckjit::cli

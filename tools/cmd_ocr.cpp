@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +42,8 @@ int ocr_main(const std::vector<std::string>& args) {
       ("parallel,np", po::value<int>()->default_value(1), "pages in flight, generated together in one batch (one decode pass reads the weights for all; each page's text is the same as alone)")
       ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
       ("vision-precision", po::value<std::string>()->default_value("f32"), "vision tower arithmetic: f32 (default) | int8 (every matrix as Q8_0: faster) | bf16 (AMX-BF16 where granted), as in ckjit run")
-      ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
+      ("ctx-size,c", po::value<int>(), "context length (default: room for the largest page --image-max-tokens allows, "
+                                        "the prompt and -n; at least 4096)")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed (the same for every page)")
       ("json-schema,j", po::value<std::string>(), "structured output: each page's text is a JSON value of this schema (JSON text, as ckjit run)")
@@ -107,7 +109,11 @@ int ocr_main(const std::vector<std::string>& args) {
   o.n_predict = vm["n-predict"].as<int>();
   o.threads = vm.count("threads") ? vm["threads"].as<int>() : 0;
   o.vision_precision = vm["vision-precision"].as<std::string>();
-  o.n_ctx = vm["ctx-size"].as<int>();
+  // Without -c the context holds the largest page --image-max-tokens allows with its start and end
+  // tokens, the prompt (a chat turn: kPromptRoom rows) and -n: a big page never fails after encoding.
+  constexpr int kPromptRoom = 256;
+  o.n_ctx = vm.count("ctx-size") ? vm["ctx-size"].as<int>()
+                                 : std::max(4096, vm["image-max-tokens"].as<int>() + 2 + kPromptRoom + vm["n-predict"].as<int>());
   o.temp = vm["temp"].as<float>();
   o.seed = vm["seed"].as<uint64_t>();
   o.repeat_penalty = vm["repeat-penalty"].as<float>();

@@ -644,3 +644,33 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("ocr") {
+
+TEST_CASE("ckjit ocr: a 2100x2100 page reads with the default flags / a context too small for it fails before encoding and names -c") {
+  const Corpus& c = corpus();
+  const fs::path dir = c.dir / "big";
+  fs::create_directories(dir);
+  ocr_test::write_file(dir / "chart.webp", image_test::make_webp_lossy(image_test::pattern(2100, 2100, 5), 2100, 2100, 50.0f));
+  // The default context holds the largest page --image-max-tokens (4096 rows) allows.
+  const CliResult ok = run_ckjit("ocr " + c.common + " -o " + q(c.out("big.jsonl")) + " " + q(dir));
+  INFO(ok.output);
+  CHECK(ok.status == 0);
+  const auto recs = records(c.out("big.jsonl"));
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].contains("text"));
+  CHECK(recs[0]["image_rows"] == 4096);
+  // With -c 2048 the page's rows are counted from its header and refused before any encoding, in
+  // the CLI's terms.
+  const CliResult small = run_ckjit("ocr " + c.common + " -c 2048 -o " + q(c.out("big-small.jsonl")) + " " + q(dir));
+  INFO(small.output);
+  CHECK(small.status == 1);
+  const auto err = records(c.out("big-small.jsonl"));
+  REQUIRE(err.size() == 1);
+  const std::string msg = err[0].value("error", "");
+  CHECK(msg.find("the image gives 4096 rows") != std::string::npos);
+  CHECK(msg.find("raise -c or lower --image-max-tokens") != std::string::npos);
+  CHECK(msg.find("n_ctx") == std::string::npos);
+}
+
+}  // TEST_SUITE

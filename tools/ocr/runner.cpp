@@ -17,6 +17,7 @@
 #include "runtime/grounding.h"
 #include "runtime/image/image.h"
 #include "runtime/repetition_guard.h"
+#include "tools/cli_terms.h"
 #include "tools/ocr/journal.h"
 #include "tools/ocr/pdf.h"
 #include "tools/ocr/progress.h"
@@ -114,7 +115,8 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 void check(ckjit_session* s, ckjit_status st, const char* step) {
-  if (st != CKJIT_OK) throw Error(std::string(step) + ": " + ckjit_status_name(st) + ": " + ckjit_session_last_error(s));
+  if (st != CKJIT_OK)
+    throw Error(std::string(step) + ": " + ckjit_status_name(st) + ": " + cli::text_in_flag_terms(ckjit_session_last_error(s)));
 }
 
 // A page in flight: its session holds the page image and the instruction as the pending prompt.
