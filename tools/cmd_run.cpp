@@ -82,7 +82,8 @@ int run_main(const std::vector<std::string>& args) {
       ("file,f", po::value<std::string>(), "read the prompt from a file")
       ("n-predict,n", po::value<int>()->default_value(256), "tokens to generate")
       ("threads,t", po::value<int>(), "threads (default: the usable CPU budget)")
-      ("ctx-size,c", po::value<int>()->default_value(4096), "context length")
+      ("ctx-size,c", po::value<int>(), "context length (default 4096; with images, at least room for each at "
+                                        "--image-max-tokens, the prompt and -n)")
       ("batch-size,b", po::value<int>()->default_value(512), "prefill chunk (rows per batch)")
       ("temp", po::value<float>()->default_value(0.0f), "temperature (0 = greedy)")
       ("seed", po::value<uint64_t>()->default_value(0), "sampling seed")
@@ -127,7 +128,13 @@ int run_main(const std::vector<std::string>& args) {
   // The embedded default generates a short answer unless -n says otherwise (a page of a few lines
   // for the trained model).
   const int n_predict = embedded_default && vm["n-predict"].defaulted() ? (trained_default ? 96 : 32) : vm["n-predict"].as<int>();
-  const int n_ctx = vm["ctx-size"].as<int>();
+  // Without -c: 4096, or with images room for each at --image-max-tokens (with its start and end
+  // tokens), a prompt of kPromptRoom rows and -n, so that a big page never fails for the context.
+  constexpr int kPromptRoom = 256;
+  const int n_images = vm.count("image") ? int(vm["image"].as<std::vector<std::string>>().size()) : embedded_default ? 1 : 0;
+  const int n_ctx = vm.count("ctx-size")
+                        ? vm["ctx-size"].as<int>()
+                        : n_images ? std::max(4096, n_images * (vm["image-max-tokens"].as<int>() + 2) + kPromptRoom + n_predict) : 4096;
   const bool verbose = vm.count("verbose") > 0;
   const std::string attention =
       vm.count("attention") ? vm["attention"].as<std::string>() : vm.count("llama-order") ? "llama" : "tiled";
