@@ -24,6 +24,7 @@ enum class HandOp : uint8_t {
   q8k_quantize,    // runtime's Q8_K activation quantizer, FMA-contracted (graph/linear)
   decode_dots,     // runtime's llama.cpp-order Q6_K / Q8_0 dots of decode rows (graph/linear)
   rope_rows,       // the M-RoPE rotation (graph/rope)
+  dense_panels,    // the repack of a vision DenseLinear's weight into panels, a transposition (vision/dense_linear)
 };
 
 // The copies, best first. portable runs anywhere.
@@ -41,7 +42,8 @@ struct HandCopies {
 constexpr HandCopies hand_copies(HandOp op) {
   switch (op) {
     case HandOp::f16_rows:
-    case HandOp::rope_rows: return {{HandIsa::avx2, HandIsa::portable}, 2};
+    case HandOp::rope_rows:
+    case HandOp::dense_panels: return {{HandIsa::avx2, HandIsa::portable}, 2};
     case HandOp::q8k_quantize:
     case HandOp::decode_dots:
     case HandOp::attention_rows:
