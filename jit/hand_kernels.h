@@ -1,7 +1,7 @@
 #pragma once
 // Which copy of a hand-written kernel a load runs. The kernels written by hand rather than
-// generated — graph/'s and vision/'s element-wise and f16 ops, and the runtime/quants kernels
-// graph's Linear calls — come as x86 copies in files named for their ISA (*_avx2.cpp,
+// generated — graph/'s and vision/'s element-wise and f16 ops, vision's DenseLinear repack, and
+// the runtime/quants kernels graph's Linear calls — come as x86 copies in files named for their ISA (*_avx2.cpp,
 // *_avx512.cpp, *_x86.cpp) and a portable C++ twin with the same float order, so every copy gives
 // the same bits. The choice is made here, once per load, from the load's Isa (CKJIT_MAX_ISA and a
 // caller's cap already applied: jit::IsaTarget), so no code above jit/ reads an ISA flag. The
