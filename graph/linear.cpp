@@ -118,8 +118,10 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
   const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
-  dots_ = jit::pick(kDecodeDots, jit::HandOp::decode_dots, setup.isa).fns;
-  q8k_ = jit::pick(kQuantizeQ8K, jit::HandOp::q8k_quantize, setup.isa).fns;
+  const auto& dots = jit::pick(kDecodeDots, jit::HandOp::decode_dots, setup.isa);
+  const auto& q8k = jit::pick(kQuantizeQ8K, jit::HandOp::q8k_quantize, setup.isa);
+  dots_ = dots.fns, dots_isa_ = dots.isa;
+  q8k_ = q8k.fns, q8k_isa_ = q8k.isa;
   test_fault_ = jit::test_fault_requested(name_);
   if (!setup.allow_jit) return;
   exact_all_ = setup.rows_mostly_one && exact_decode_dot();

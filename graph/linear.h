@@ -17,6 +17,7 @@
 #include "graph/linear_plan.h"
 #include "topology/workers.h"
 #include "jit/code_cache.h"
+#include "jit/hand_kernels.h"
 #include "jit/packed_weights.h"
 #include "runtime/op_profile.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -94,6 +95,11 @@ class Linear {
   // the kernel of M > 1 and M = 1; and what prepare() runs. Built at load; the timers keep pointers.
   const OpDesc* op_desc() const { return &desc_; }
   const OpDesc* prepare_desc() const { return &prepare_desc_; }
+  // The copies of the hand-written kernels this weight runs, named as jit::hand_isa_name names them
+  // ("avx512", "avx2", "portable"): chosen at construction for setup.isa (the load's, caps applied).
+  const char* q8k_impl() const { return jit::hand_isa_name(q8k_isa_); }
+  const char* decode_dots_impl() const { return jit::hand_isa_name(dots_isa_); }
+  const char* swiglu_impl() const { return silu_.impl(); }
   // The Gate-Up pair as one op: the fused SwiGLU kernel, or the two matmuls and the silu.
   static OpDesc swiglu_desc(const Linear& gate, const Linear& up);
 
@@ -154,6 +160,7 @@ class Linear {
   // jit::hand_isa (linear.cpp: kDecodeDots, kQuantizeQ8K; the same bytes from each).
   const DecodeDots* dots_ = nullptr;  // decode's llama.cpp-order Q6_K / Q8_0 dots
   const QuantizeQ8K* q8k_ = nullptr;  // the Q8_K activation quantizer
+  jit::HandIsa dots_isa_ = jit::HandIsa::portable, q8k_isa_ = jit::HandIsa::portable;  // which copies those are
   SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;
   bool test_fault_ = false;  // CKJIT_TEST_FAULT names this weight (jit/executor.h; tests only)

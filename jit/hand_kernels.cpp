@@ -13,6 +13,7 @@ bool avx512f_floor(const topo::Isa& i) { return avx2_fma_f16c(i) && i.avx512f; }
 bool avx512f_dq(const topo::Isa& i) { return avx512f_floor(i) && i.avx512dq; }
 bool avx512f_bw(const topo::Isa& i) { return avx2_fma_f16c(i) && i.avx512f && i.avx512bw; }  // its table also calls the avx2 dots
 bool avx2_fma(const topo::Isa& i) { return i.avx2 && i.fma; }
+bool avx2_only(const topo::Isa& i) { return i.avx2; }  // only moves bytes: no FMA, no F16C
 // Decode's two-rows-per-zmm Q6_K dots: AVX512F + BW + DQ + VL, F16C, and VNNI (vpdpwssd over
 // several rows); the avx512 kernel path asks all of them but DQ and F16C.
 bool avx512_dots(const topo::Isa& i) { return isa_runs(IsaPath::Avx512, i) && i.avx512dq && i.f16c; }
@@ -34,6 +35,7 @@ constexpr Row kRows[] = {
     {HandOp::decode_dots, HandIsa::avx512, avx512_dots},
     {HandOp::decode_dots, HandIsa::avx2, avx2_fma_f16c},
     {HandOp::rope_rows, HandIsa::avx2, avx2_fma},
+    {HandOp::dense_panels, HandIsa::avx2, avx2_only},
 };
 
 // Each row names a copy hand_copies lists for its op, the op's rows in that order: what the

@@ -1,7 +1,7 @@
 #pragma once
 // Which copy of a hand-written kernel a load runs. The kernels written by hand rather than
-// generated — graph/'s and vision/'s element-wise and f16 ops, and the runtime/quants kernels
-// graph's Linear calls — come as x86 copies in files named for their ISA (*_avx2.cpp,
+// generated — graph/'s and vision/'s element-wise and f16 ops, vision's DenseLinear repack, and
+// the runtime/quants kernels graph's Linear calls — come as x86 copies in files named for their ISA (*_avx2.cpp,
 // *_avx512.cpp, *_x86.cpp) and a portable C++ twin with the same float order, so every copy gives
 // the same bits. The choice is made here, once per load, from the load's Isa (CKJIT_MAX_ISA and a
 // caller's cap already applied: jit::IsaTarget), so no code above jit/ reads an ISA flag. The
@@ -24,6 +24,7 @@ enum class HandOp : uint8_t {
   q8k_quantize,    // runtime's Q8_K activation quantizer, FMA-contracted (graph/linear)
   decode_dots,     // runtime's llama.cpp-order Q6_K / Q8_0 dots of decode rows (graph/linear)
   rope_rows,       // the M-RoPE rotation (graph/rope)
+  dense_panels,    // the repack of a vision DenseLinear's weight into panels, a transposition (vision/dense_linear)
 };
 
 // The copies, best first. portable runs anywhere.
@@ -41,7 +42,8 @@ struct HandCopies {
 constexpr HandCopies hand_copies(HandOp op) {
   switch (op) {
     case HandOp::f16_rows:
-    case HandOp::rope_rows: return {{HandIsa::avx2, HandIsa::portable}, 2};
+    case HandOp::rope_rows:
+    case HandOp::dense_panels: return {{HandIsa::avx2, HandIsa::portable}, 2};
     case HandOp::q8k_quantize:
     case HandOp::decode_dots:
     case HandOp::attention_rows:

@@ -7,12 +7,13 @@
 #include <tuple>
 
 #include "jit/executor.h"
+#include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "jit/kernels.h"
 #include "jit/reference.h"
-#include "jit/transpose_avx2.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
+#include "vision/dense_linear_kernels.h"
 #include "vision/vision_ops.h"
 
 namespace ckjit::vision {
@@ -33,7 +34,26 @@ void round_bf16(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = quant::bf16_to_f32(quant::f32_to_bf16(x[i]));
 }
 
+// The copies of the repack, in jit::hand_copies' order (HandOp::dense_panels); jit::hand_isa picks.
+using PackPanel = void (*)(const uint8_t* src, int es, int64_t n, int64_t k, int P, int64_t p, uint8_t* dst);
+constexpr jit::HandCopy<PackPanel> kPackPanel[] = {
+    {jit::HandIsa::avx2, kernels::pack_panel_avx2},
+    {jit::HandIsa::portable, kernels::pack_panel_portable},
+};
+static_assert(jit::lists_the_copies(kPackPanel, jit::HandOp::dense_panels));
+
 }  // namespace
+
+// The portable twin of the repack: element by element, the same bytes as the AVX2 copy's
+// transposes.
+void kernels::pack_panel_portable(const uint8_t* src, int es, int64_t n, int64_t k, int P, int64_t p, uint8_t* dst) {
+  const int rows = int(std::min<int64_t>(P, n - p * P));
+  if (rows < P) std::memset(dst, 0, size_t(k * P * es));
+  for (int l = 0; l < rows; ++l) {
+    const uint8_t* row = src + (p * P + l) * k * es;
+    for (int64_t kk = 0; kk < k; ++kk) std::memcpy(dst + (kk * P + l) * es, row + kk * es, size_t(es));
+  }
+}
 
 DenseLinear::DenseLinear(const gguf::TensorInfo& w, const gguf::TensorInfo& bias, const topo::Isa& isa, int threads)
     : name_(w.name), n_(w.ne[1]), k_(w.ne[0]), file_type_(w.type.type) {
@@ -82,6 +102,9 @@ DenseLinear::DenseLinear(const std::vector<float>& w, int64_t n, int64_t k, std:
 void DenseLinear::choose_path(const topo::Isa& isa) {
   path_ = jit::widest_dense_path(isa);
   round_f16_ = round_f16_for(isa);
+  const auto& repack = jit::pick(kPackPanel, jit::HandOp::dense_panels, isa);
+  pack_panel_ = repack.fns;
+  repack_impl_ = jit::hand_isa_name(repack.isa);
   panel_ = jit::panel_cols(path_);
   const jit::DenseBlock block = jit::dense_block(path_);
   mr_ = block.mr;
@@ -98,43 +121,8 @@ void DenseLinear::pack(const float* rows_f32, const uint16_t* rows_16, int threa
   w_.panel_stride = k_ * P * es;
   w_.data = jit::alloc_packed(size_t(w_.bytes()), name_.c_str());
   const uint8_t* src = rows_f32 ? reinterpret_cast<const uint8_t*>(rows_f32) : reinterpret_cast<const uint8_t*>(rows_16);
-  const bool simd = jit::detail::simd_repack_available();
-  jit::for_each_panel(w_, std::max(1, threads), [&](int64_t p) {
-    if (simd && (p + 1) * P <= n_) pack_full_panel(src, es, p);
-    else pack_panel_scalar(src, es, p);
-  });
-}
-
-// A full panel of P rows (8 or 16), 8 elements of K at a time: each group of 8 rows an 8 x 8
-// transpose (row l's run in, element kk of every row out), so every store is a whole 16- or
-// 32-byte run of the panel; a K tail is copied element by element.
-CKJIT_AVX2 void DenseLinear::pack_full_panel(const uint8_t* src, int es, int64_t p) {
-  const int P = panel_;
-  uint8_t* dst = w_.data.get() + p * w_.panel_stride;
-  const uint8_t* rows[16];
-  for (int l = 0; l < P; ++l) rows[l] = src + (p * P + l) * k_ * es;
-  const int64_t k8 = k_ / 8 * 8;
-  for (int64_t kk = 0; kk < k8; kk += 8)
-    for (int h = 0; h < P; h += 8) {
-      const uint8_t* at[8];
-      for (int l = 0; l < 8; ++l) at[l] = rows[h + l] + kk * es;
-      uint8_t* out = dst + (kk * P + h) * es;
-      if (es == 4) jit::detail::transpose8x8_32(at, out, P * 4);
-      else jit::detail::transpose8x8_16(at, out, P * 2);
-    }
-  for (int64_t kk = k8; kk < k_; ++kk)
-    for (int l = 0; l < P; ++l) std::memcpy(dst + (kk * P + l) * es, rows[l] + kk * es, size_t(es));
-}
-
-// Any panel (the last one may hold fewer than P rows: its missing columns stay zero).
-void DenseLinear::pack_panel_scalar(const uint8_t* src, int es, int64_t p) {
-  const int P = panel_;
-  uint8_t* dst = w_.data.get() + p * w_.panel_stride;
-  std::memset(dst, 0, size_t(w_.panel_stride));
-  for (int l = 0; l < P && p * P + l < n_; ++l) {
-    const uint8_t* row = src + (p * P + l) * k_ * es;
-    for (int64_t kk = 0; kk < k_; ++kk) std::memcpy(dst + (kk * P + l) * es, row + kk * es, size_t(es));
-  }
+  jit::for_each_panel(w_, std::max(1, threads),
+                      [&](int64_t p) { pack_panel_(src, es, n_, k_, P, p, w_.data.get() + p * w_.panel_stride); });
 }
 
 // Every layer of a tower has the same few shapes: each (packed type, kc, k) gets its table once

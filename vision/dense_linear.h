@@ -52,6 +52,9 @@ class DenseLinear final : public VisionMatmul {
   const OpDesc* op_desc() const override { return &desc_; }
   const OpDesc* prepare_desc() const override { return &prepare_desc_; }
   double packed_bytes() const override { return double(w_.bytes()); }
+  // The copy of the load-time repack this matrix ran ("avx2" or "portable": jit::hand_isa,
+  // HandOp::dense_panels, for the Isa it was built with; the same bytes from each).
+  const char* repack_impl() const { return repack_impl_; }
 
   // xr[r][0..k) = x[r] rounded to input_type() (m rows, x rows ldx floats apart, xr dense).
   void prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, float* xr) const override;
@@ -62,8 +65,6 @@ class DenseLinear final : public VisionMatmul {
 
  private:
   void pack(const float* rows_f32, const uint16_t* rows_16, int threads);
-  void pack_full_panel(const uint8_t* src, int es, int64_t p);
-  void pack_panel_scalar(const uint8_t* src, int es, int64_t p);
   void build_kernels();
   void build_op_descs();
   static std::vector<jit::GemmFn> make_table(jit::IsaPath path, TensorType wtype, int64_t kc, int64_t k);
@@ -87,6 +88,9 @@ class DenseLinear final : public VisionMatmul {
   TensorType wtype_ = TensorType::F16;  // packed type: F16, BF16 or F32
   TensorType round_ = TensorType::F16;  // input rounding
   void (*round_f16_)(const float* x, float* y, int64_t n) = nullptr;  // its f16 copy (choose_path)
+  // The repack's copy (choose_path; vision/dense_linear_kernels.h) and its name.
+  void (*pack_panel_)(const uint8_t* src, int es, int64_t n, int64_t k, int P, int64_t p, uint8_t* dst) = nullptr;
+  const char* repack_impl_ = "";
   TensorType file_type_ = TensorType::F16;
   std::vector<float> bias_;             // n rounded up to a whole panel, zero-padded
   jit::PackedWeights w_;

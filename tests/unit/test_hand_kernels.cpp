@@ -1,12 +1,14 @@
 // The hand-written kernels' copies (jit/hand_kernels.h): which copy each op takes for an Isa (caps
 // included), and that the portable twins give the x86 copies' bytes — the f16 row conversions,
-// the GELU table rows, the RoPE rotation, and the KV cache written through them.
+// the GELU table rows, the RoPE rotation, the KV cache written through them, and the repack of
+// vision's DenseLinear weights.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "graph/kv_cache.h"
@@ -17,6 +19,8 @@
 #include "runtime/quants/quants.h"
 #include "skip.h"
 #include "topology/workers.h"
+#include "vision/dense_linear.h"
+#include "vision/dense_linear_kernels.h"
 #include "vision/vision_ops.h"
 
 using namespace ckjit;
@@ -65,7 +69,7 @@ TEST_CASE("hand kernels: each op takes the first copy the Isa runs - the portabl
   topo::Isa avx2;
   avx2.avx = avx2.avx2 = avx2.fma = avx2.f16c = true;
   for (HandOp op : {HandOp::f16_rows, HandOp::attention_rows, HandOp::swiglu, HandOp::q8k_quantize, HandOp::decode_dots,
-                    HandOp::rope_rows}) {
+                    HandOp::rope_rows, HandOp::dense_panels}) {
     CAPTURE(int(op));
     CHECK(jit::hand_isa(op, topo::Isa{}) == HandIsa::portable);
     CHECK(jit::hand_isa(op, avx2) == HandIsa::avx2);
@@ -74,6 +78,11 @@ TEST_CASE("hand kernels: each op takes the first copy the Isa runs - the portabl
   wide.avx512f = wide.avx512bw = wide.avx512dq = wide.avx512vl = wide.avx512vnni = true;
   CHECK(jit::hand_isa(HandOp::f16_rows, wide) == HandIsa::avx2);  // no AVX-512 copy
   CHECK(jit::hand_isa(HandOp::rope_rows, wide) == HandIsa::avx2);
+  CHECK(jit::hand_isa(HandOp::dense_panels, wide) == HandIsa::avx2);
+  topo::Isa bare_avx2;  // the repack only moves bytes: AVX2 alone runs it
+  bare_avx2.avx = bare_avx2.avx2 = true;
+  CHECK(jit::hand_isa(HandOp::dense_panels, bare_avx2) == HandIsa::avx2);
+  CHECK(jit::hand_isa(HandOp::f16_rows, bare_avx2) == HandIsa::portable);
   for (HandOp op : {HandOp::attention_rows, HandOp::swiglu, HandOp::q8k_quantize, HandOp::decode_dots})
     CHECK(jit::hand_isa(op, wide) == HandIsa::avx512);
   wide.avx512vnni = false;  // decode's two-row dots ask for the avx512 kernel path (with VNNI)
@@ -178,6 +187,53 @@ TEST_CASE("hand kernels: a KV cache written through the portable twins holds the
         if (layout == graph::KvLayout::rows) CHECK(vr[(n_ctx - 1) * width] == quant::f32_to_f16(v0));
         else CHECK(vr[(n_ctx - 1) * panel] == quant::f32_to_f16(v0));
       }
+}
+
+TEST_CASE("hand kernels: the portable repack of a vision DenseLinear gives the AVX2 copy's bytes (panel and K remainders)") {
+  if (jit::hand_isa(HandOp::dense_panels, jit::runtime_isa()) != HandIsa::avx2) {
+    CKJIT_SKIP("AVX2 not usable here: no x86 copy to compare");
+  }
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  struct Shape {
+    int64_t n, k;
+  };
+  int compared = 0;
+  for (int es : {2, 4})
+    for (int P : {8, 16})
+      // Whole panels, a last panel of fewer rows (n % P), fewer rows than one panel, K tails
+      // (k % 8) and K shorter than one 8-element run.
+      for (const Shape sh : {Shape{8, 8}, Shape{16, 16}, Shape{32, 64}, Shape{24, 40}, Shape{17, 19}, Shape{5, 3}, Shape{33, 1},
+                             Shape{48, 1152}, Shape{40, 100}, Shape{1, 8}, Shape{31, 7}}) {
+        CAPTURE(es);
+        CAPTURE(P);
+        CAPTURE(sh.n);
+        CAPTURE(sh.k);
+        std::vector<uint8_t> src(size_t(sh.n * sh.k * es));
+        for (auto& b : src) b = uint8_t(byte(rng));
+        const int64_t n_panels = (sh.n + P - 1) / P, stride = sh.k * P * es;
+        // Different fills: a byte either copy leaves unwritten shows as a difference.
+        std::vector<uint8_t> a(size_t(n_panels * stride), 0xAA), b(a.size(), 0x55);
+        for (int64_t p = 0; p < n_panels; ++p) {
+          vision::kernels::pack_panel_avx2(src.data(), es, sh.n, sh.k, P, p, a.data() + p * stride);
+          vision::kernels::pack_panel_portable(src.data(), es, sh.n, sh.k, P, p, b.data() + p * stride);
+        }
+        CHECK(same_bytes(a.data(), b.data(), a.size()));
+        // The layout itself: element kk of row r at panel r / P, column r % P; missing columns zero.
+        bool layout = true;
+        for (int64_t r = 0; r < n_panels * P; ++r)
+          for (int64_t kk = 0; kk < sh.k; ++kk) {
+            const uint8_t* at = a.data() + (r / P) * stride + (kk * P + r % P) * es;
+            for (int e = 0; e < es; ++e) layout = layout && at[e] == (r < sh.n ? src[size_t((r * sh.k + kk) * es + e)] : 0);
+          }
+        CHECK(layout);
+        ++compared;
+      }
+  CHECK(compared == 44);
+  // A DenseLinear takes its copy from the Isa it is built with.
+  const std::vector<float> w(size_t(24 * 40), 0.5f);
+  const vision::DenseLinear x86(w, 24, 40, std::vector<float>(24, 0.0f), TensorType::F32, jit::runtime_isa(), 1);
+  CHECK(std::string(x86.repack_impl()) == "avx2");
 }
 
 }  // TEST_SUITE

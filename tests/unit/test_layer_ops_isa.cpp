@@ -214,6 +214,7 @@ TEST_CASE("layer ops isa: Attention and SwiGLU pick their copy once from the Isa
 
 TEST_CASE("layer ops isa: the portable attention twin gives the AVX2 copy's bytes") {
   const Attention avx2(avx2_isa()), portable{topo::Isa{}};
+  REQUIRE(std::string(avx2.impl()) == "avx2");  // the copy compared against is the x86 one
   REQUIRE(std::string(portable.impl()) == "portable");
   for (int64_t D : {16, 64, 72, 128})
     for (int64_t n_keys : {1, 2, 17, 300}) {
@@ -229,6 +230,7 @@ TEST_CASE("layer ops isa: the portable attention twin gives the AVX2 copy's byte
 
 TEST_CASE("layer ops isa: AVX2 attention equals the scalar emulation of llama.cpp's AVX-512 order") {
   const Attention avx2(avx2_isa());
+  REQUIRE(std::string(avx2.impl()) == "avx2");
   int rows = 0;
   for (int64_t D : {16, 64, 72, 128})
     for (int64_t n_keys : {1, 2, 17, 300}) {
@@ -277,6 +279,7 @@ TEST_CASE("layer ops isa: AVX2 and AVX-512 attention give the same bytes") {
 
 TEST_CASE("layer ops isa: AVX2 swiglu equals the scalar emulation of llama.cpp's AVX-512 swiglu") {
   const SwiGLU avx2(avx2_isa());
+  REQUIRE(std::string(avx2.impl()) == "avx2");
   for (int64_t n : {0, 1, 15, 16, 17, 33, 1000, 4096}) {
     std::vector<float> g, u;
     swiglu_inputs(n, uint32_t(n + 3), g, u);
@@ -308,6 +311,7 @@ TEST_CASE("layer ops isa: AVX2 swiglu equals the scalar emulation of llama.cpp's
 
 TEST_CASE("layer ops isa: the portable swiglu twin gives the AVX2 copy's bytes") {
   const SwiGLU avx2(avx2_isa()), portable{topo::Isa{}};
+  REQUIRE(std::string(avx2.impl()) == "avx2");
   REQUIRE(std::string(portable.impl()) == "portable");
   auto both = [&](const std::vector<float>& g, const std::vector<float>& u) {
     const int64_t n = int64_t(g.size());

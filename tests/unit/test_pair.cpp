@@ -8,8 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <string>
 #include <optional>
 
+#include "jit/hand_kernels.h"
 #include "jit/isa_target.h"
 #include "jit/planner/jit_runner.h"
 #include "jit/planner/model_shapes.h"
@@ -22,6 +25,7 @@
 #include "skip.h"
 #include "tokenizer_fixture.h"
 #include "tools/cli_terms.h"
+#include "vision/dense_linear.h"
 #include "tests/unit/process_temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -145,6 +149,57 @@ TEST_SUITE("pair") {
 
 TEST_CASE("pair: capped at avx2 / the tuned plans run and the logits are the floor's") {
   check_cap(jit::IsaPath::Avx2);
+}
+
+// Each op's hand-written copies as the load handed them out: Attention's, and per Linear (every
+// layer's and the LM head) its Q8_K quantizer, decode dots and swiglu; the vision tower's dense
+// repacks. want(op): the name of the copy expected for that op.
+void check_hand_copies(const pair::Model& m, const std::function<std::string(jit::HandOp)>& want) {
+  CHECK(m.text().attention().impl() == want(jit::HandOp::attention_rows));
+  int linears = 0;
+  auto linear = [&](const graph::Linear& l) {
+    CHECK(l.q8k_impl() == want(jit::HandOp::q8k_quantize));
+    CHECK(l.decode_dots_impl() == want(jit::HandOp::decode_dots));
+    CHECK(l.swiglu_impl() == want(jit::HandOp::swiglu));
+    ++linears;
+  };
+  for (const auto& L : m.text().layers())
+    for (const graph::Linear* l : {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get(), L.gate.get(), L.up.get(), L.down.get()})
+      linear(*l);
+  linear(m.text().lm_head());
+  CHECK(linears == 7 * int(m.text().layers().size()) + 1);
+  REQUIRE(m.vision() != nullptr);
+  int dense = 0;
+  for (const auto& [tensor, op] : m.vision()->linears_by_tensor())
+    if (const auto* d = dynamic_cast<const vision::DenseLinear*>(op)) {
+      CAPTURE(tensor);
+      CHECK(d->repack_impl() == want(jit::HandOp::dense_panels));
+      ++dense;
+    }
+  CHECK(dense == int(m.vision()->linears_by_tensor().size()));  // f32 precision: every matmul is dense
+}
+
+TEST_CASE("pair: a load capped at avx2 hands the avx2 copies of the hand-written kernels to every op") {
+  const topo::Isa cpu = jit::runtime_isa();
+  if (!(cpu.avx2 && cpu.fma && cpu.f16c)) CKJIT_SKIP("AVX2 + FMA + F16C not usable here");
+  pair::LoadOptions lo;
+  lo.model_path = files().model;
+  lo.mmproj_path = files().mmproj;
+  lo.threads = 2;
+  lo.use_profile = false;
+  lo.max_isa = "avx2";
+  {
+    const auto capped = pair::Model::load(lo);
+    check_hand_copies(*capped, [](jit::HandOp) { return std::string("avx2"); });
+  }
+  // Uncapped: each op's copy for this process's Isa (the avx512 ones where they run, unless
+  // CKJIT_MAX_ISA caps the process), so the cap above is what chose avx2.
+  lo.max_isa = "";
+  const auto uncapped = pair::Model::load(lo);
+  const topo::Isa isa = uncapped->isa().isa;
+  check_hand_copies(*uncapped, [&](jit::HandOp op) { return std::string(jit::hand_isa_name(jit::hand_isa(op, isa))); });
+  if (jit::hand_isa(jit::HandOp::attention_rows, isa) == jit::HandIsa::avx512)
+    CHECK(std::string(uncapped->text().attention().impl()) == "avx512");
 }
 
 TEST_CASE("pair: capped at avxvnni / the tuned plans run and the logits are the avx2 floor's") {

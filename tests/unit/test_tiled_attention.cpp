@@ -14,6 +14,7 @@
 
 #include "graph/kv_cache.h"
 #include "graph/tiled_attention.h"
+#include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "jit/tile_softmax.h"
 #include "runtime/quants/quants.h"
@@ -136,6 +137,29 @@ TEST_CASE("tiled attention: the AVX-512 tile over 16-key panels gives the AVX2 t
       CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     }
   }
+}
+
+TEST_CASE("tiled attention: under an empty Isa (the portable f16 twins) the same bits as the x86 copies") {
+  // The tile is JIT code of the path; the Isa picks the copies of the f16 conversions: the queries'
+  // rounding here and the cache's writes (jit::hand_isa, HandOp::f16_rows).
+  const topo::Isa x86 = jit::runtime_isa();
+  if (jit::hand_isa(jit::HandOp::f16_rows, x86) != jit::HandIsa::avx2) CKJIT_SKIP("AVX2 + FMA + F16C not usable here: no x86 copy to compare");
+  REQUIRE(jit::hand_isa(jit::HandOp::f16_rows, topo::Isa{}) == jit::HandIsa::portable);
+  std::vector<jit::IsaPath> paths{jit::IsaPath::Avx2};
+  if (jit::isa_runs(jit::IsaPath::Avx512, x86)) paths.push_back(jit::IsaPath::Avx512);
+  for (jit::IsaPath path : paths)
+    for (const Case& c : {Case{4, 2, 64, 170}, Case{6, 2, 128, 45}, Case{8, 2, 64, 137}, Case{2, 2, 64, 9}}) {
+      CAPTURE(jit::isa_name(path));
+      CAPTURE(c.n_ctx);
+      CAPTURE(c.head_dim);
+      for (auto [chunk, threads] : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+        CAPTURE(chunk);
+        CAPTURE(threads);
+        Data a(c, 17, path, x86), b(c, 17, path, topo::Isa{});
+        const std::vector<float> x = a.attend(c.n_ctx, chunk, threads), p = b.attend(c.n_ctx, chunk, threads);
+        CHECK(std::memcmp(x.data(), p.data(), x.size() * sizeof(float)) == 0);
+      }
+    }
 }
 
 TEST_CASE("tiled attention: a batched prompt equals token-by-token evaluation bit for bit (JIT order)") {
