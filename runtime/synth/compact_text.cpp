@@ -33,6 +33,9 @@ void expand_compact_text(const std::string& compact_path, const std::string& tok
     throw Error(what + ": token_embd.weight has " + std::to_string(te->ne[1]) + " rows for " +
                 std::to_string(used.size()) + " used ids");
   if (filler.size() != row_bytes) throw Error(what + ": ckjit.compact.filler is not one row of token_embd");
+  // A vocabulary no tokenizer has, or a table no memory holds, is a bad file, not an allocation failure.
+  if (n_vocab < int64_t(used.size()) || n_vocab > (int64_t(1) << 22) || uint64_t(n_vocab) * row_bytes > (uint64_t(1) << 34))
+    throw Error(what + ": ckjit.compact.n_vocab " + std::to_string(n_vocab) + " is out of range");
   for (size_t i = 0; i < used.size(); ++i)
     if (used[i] < 0 || used[i] >= n_vocab || (i && used[i] <= used[i - 1]))
       throw Error(what + ": ckjit.compact.used_ids must ascend within [0, n_vocab)");

@@ -36,7 +36,7 @@ std::vector<uint8_t> row_bytes(uint8_t tag) {
 }
 
 std::string write_compact(const fs::path& dir, const std::vector<int32_t>& used, size_t filler_bytes = kRow,
-                          bool with_tokenizer = false) {
+                          bool with_tokenizer = false, uint32_t n_vocab = kVocab) {
   GgufWriter w;
   w.set_string("general.architecture", "qwen3vl");
   w.set_u32("qwen3vl.embedding_length", uint32_t(kE));
@@ -44,7 +44,7 @@ std::string write_compact(const fs::path& dir, const std::vector<int32_t>& used,
   w.set_array<int32_t>("qwen3vl.rope.dimension_sections", std::vector<int32_t>{24, 20, 20, 0});
   w.set_bool_array("clip.flags", {true, false});  // any key and type travels
   w.set_array<int32_t>("ckjit.compact.used_ids", used);
-  w.set_u32("ckjit.compact.n_vocab", uint32_t(kVocab));
+  w.set_u32("ckjit.compact.n_vocab", n_vocab);
   std::vector<uint8_t> filler = row_bytes(0xEE);
   filler.resize(filler_bytes);
   w.set_array<uint8_t>("ckjit.compact.filler", filler);
@@ -99,10 +99,10 @@ TEST_CASE("compact text file: expanded rows sit at their ids / the filler elsewh
   CHECK(f.has("tokenizer.chat_template"));
 }
 
-TEST_CASE("compact text file: ids out of order or range / a filler of another size / a tokenizer already there are refused") {
+TEST_CASE("compact text file: ids out of order or range / a filler of another size / a tokenizer already there / a huge vocabulary are refused") {
   const fs::path dir = ckjit::test::process_temp_dir("ckjit_compact_") / "bad";
   const std::string out = (dir / "x.gguf").string();
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < 6; ++k) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::string compact;
@@ -111,6 +111,7 @@ TEST_CASE("compact text file: ids out of order or range / a filler of another si
     if (k == 2) compact = write_compact(dir, {1, 151936});
     if (k == 3) compact = write_compact(dir, {1, 2}, kRow - 1);
     if (k == 4) compact = write_compact(dir, {1, 2}, kRow, true);
+    if (k == 5) compact = write_compact(dir, {1, 2}, kRow, false, 4000000000u);
     CAPTURE(k);
     CHECK_THROWS_AS(ckjit::synth::expand_compact_text(compact, kTokenizerDir, out), ckjit::Error);
     CHECK_FALSE(fs::exists(out));
