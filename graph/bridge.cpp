@@ -1,5 +1,6 @@
 #include "graph/bridge.h"
 
+#include "jit/executor.h"
 #include "runtime/error.h"
 
 namespace ckjit::graph {
@@ -44,6 +45,11 @@ BridgePrompt build_bridge_prompt(const tok::Tokenizer& tok, const std::string& t
                 std::to_string(images.size()) + " images");
   const int32_t vstart = images.empty() ? -1 : special_id(tok, "<|vision_start|>");
   const int32_t vend = images.empty() ? -1 : special_id(tok, "<|vision_end|>");
+  // Test-only faults (CKJIT_TEST_FAULT, jit/executor.h): the trained model's CER tests break M-RoPE
+  // (every image row at the image's first position: the grid is lost) or drop the deepstack slices,
+  // and check that the model stops reading.
+  const bool fault_mrope = jit::test_fault_requested("bridge.mrope");
+  const bool fault_deepstack = jit::test_fault_requested("bridge.deepstack");
   BridgePrompt out;
   int64_t pos = p0;
   auto text_rows = [&](const std::vector<int32_t>& ids) {
@@ -78,9 +84,10 @@ BridgePrompt build_bridge_prompt(const tok::Tokenizer& tok, const std::string& t
     s.first_row = out.batch.size();
     s.n_rows = int64_t(im.nx) * im.ny;
     for (int64_t r = 0; r < s.n_rows; ++r) {
-      const Position p{int32_t(pos), int32_t(pos + r / im.nx), int32_t(pos + r % im.nx), 0};
+      const Position p = fault_mrope ? Position{int32_t(pos), int32_t(pos), int32_t(pos), 0}
+                                     : Position{int32_t(pos), int32_t(pos + r / im.nx), int32_t(pos + r % im.nx), 0};
       const float* row = im.rows + r * im.row_width;
-      out.batch.add_embedding(row, p, n_deepstack > 0 ? row + n_embd : nullptr);
+      out.batch.add_embedding(row, p, n_deepstack > 0 && !fault_deepstack ? row + n_embd : nullptr);
       out.token_ids.push_back(-1);
       if (r == 0) s.first = p;
       s.last = p;

@@ -5,7 +5,8 @@
 // that differs between the two executors points at a kernel (or layout/ABI) fault.
 //
 // CKJIT_TEST_FAULT=<weight name> (tests only) perturbs that weight's matmul output under the
-// generated kernels, so that X-Ray's tests can check it names the faulty op.
+// generated kernels, so that X-Ray's tests can check it names the faulty op. (graph/bridge.cpp reads
+// two more names, bridge.mrope and bridge.deepstack, for the trained model's CER tests.)
 #include <string>
 
 namespace ckjit::jit {

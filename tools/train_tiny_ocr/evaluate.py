@@ -3,11 +3,16 @@
 peer-cli with --peer) and prints each one's character error rate.
 
     /usr/bin/python3 tools/train_tiny_ocr/evaluate.py --ckjit build/tools/ckjit -m TEXT.gguf --mmproj MM.gguf
-        [--pages 20] [--level 1] [--peer PEER] [--max-cer 0.05] [--max-gap 0.005] [--json OUT]
+        [--pages 20] [--level 1] [--peer PEER | --peer-env NAME] [--max-cer 0.05] [--max-gap 0.005]
+        [--cap CAP] [--fault NAME] [--json OUT]
 
 Pages are data.py's, from seeds no training run draws (10^7 + level * 1000 + i). With --max-cer the
-exit status is 1 when ckjit's CER exceeds it or differs from torch's by more than --max-gap.
-Exit 77: no torch or PIL for this python (ctest reports it skipped).
+exit status is 1 when ckjit's CER exceeds it or differs from torch's by more than --max-gap (and,
+with a peer, when llama.cpp's exceeds it). --cap runs ckjit with CKJIT_MAX_ISA=CAP. --fault NAME
+runs ckjit with CKJIT_TEST_FAULT=NAME (graph/bridge.cpp: bridge.mrope, bridge.deepstack) and turns
+the check around: it passes only when the broken run's CER is above --max-cer (the check can fail).
+Exit 77 (ctest reports it skipped): no torch or PIL for this python, a cap this CPU does not run,
+--peer-env naming an unset variable.
 """
 import argparse
 import json
@@ -57,11 +62,22 @@ def torch_read(model, tok, img, max_new=64):
     return tok.decode(out)
 
 
-def cli_read(cmd, what):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def cli_read(cmd, what, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise SystemExit(f"evaluate: {what} failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     return r.stdout
+
+
+# The flag of `ckjit info --json`'s capped "isa" that each CKJIT_MAX_ISA cap needs to run as itself.
+CAP_FLAG = {"avx2": "avx2", "avxvnni": "avx_vnni", "avx512": "avx512f", "amx": "amx_usable"}
+
+
+def cap_runs_here(ckjit, cap):
+    if cap not in CAP_FLAG:
+        raise SystemExit(f"evaluate: --cap {cap}: one of {', '.join(CAP_FLAG)}")
+    info = cli_read([ckjit, "info", "--json"], "ckjit info", dict(os.environ, CKJIT_MAX_ISA=cap))
+    return bool(json.loads(info)["isa"].get(CAP_FLAG[cap]))
 
 
 def main():
@@ -72,6 +88,9 @@ def main():
     ap.add_argument("--pages", type=int, default=20)
     ap.add_argument("--level", type=int, default=1)
     ap.add_argument("--peer", help="llama.cpp's peer-cli: reads the same pages with the same files")
+    ap.add_argument("--peer-env", help="the peer-cli's path is in this environment variable (unset: skipped)")
+    ap.add_argument("--cap", help="CKJIT_MAX_ISA for the ckjit runs: avx2, avxvnni, avx512, amx")
+    ap.add_argument("--fault", help="CKJIT_TEST_FAULT for the ckjit runs; passes when the CER goes above --max-cer")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--max-cer", type=float)
     ap.add_argument("--max-gap", type=float, default=0.005)
@@ -79,6 +98,21 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the ckjit runs (e.g. CKJIT_MAX_ISA=avx2)")
     a = ap.parse_args()
+    if a.peer_env:
+        a.peer = os.environ.get(a.peer_env)
+        if not a.peer:
+            print(f"evaluate: skipped: {a.peer_env} (llama.cpp's peer-cli) is not set here")
+            return 77
+    if a.cap:
+        a.env.append(f"CKJIT_MAX_ISA={a.cap}")
+        if not cap_runs_here(a.ckjit, a.cap):
+            print(f"evaluate: skipped: this CPU does not run the {a.cap} path")
+            return 77
+    if a.fault:
+        a.env.append(f"CKJIT_TEST_FAULT={a.fault}")
+        a.no_torch = True
+        if a.max_cer is None:
+            raise SystemExit("evaluate: --fault needs --max-cer")
     torch.set_num_threads(a.threads)
     tok = Tokenizer()
     model = None if a.no_torch else export.read_pair(a.model, a.mmproj, torch.float32)
@@ -112,10 +146,17 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"cer": cers, "pages": rows}, f, indent=1)
+    if a.fault:
+        caught = cers["ckjit"] > a.max_cer
+        print(f"evaluate: {'pass' if caught else 'FAIL'} (with CKJIT_TEST_FAULT={a.fault} ckjit's CER "
+              f"{cers['ckjit']:.4f} must be above {a.max_cer})")
+        return 0 if caught else 1
     if a.max_cer is not None:
         bad = cers["ckjit"] > a.max_cer or ("torch" in cers and abs(cers["ckjit"] - cers["torch"]) > a.max_gap)
+        bad = bad or cers.get("llama.cpp", 0.0) > a.max_cer
         print(f"evaluate: {'FAIL' if bad else 'pass'} (ckjit CER <= {a.max_cer}"
-              f"{f' and within {a.max_gap} of torch' if 'torch' in cers else ''})")
+              f"{f' and within {a.max_gap} of torch' if 'torch' in cers else ''}"
+              f"{'; llama.cpp CER <= ' + str(a.max_cer) if 'llama.cpp' in cers else ''})")
         return 1 if bad else 0
     return 0
 
