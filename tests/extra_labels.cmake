@@ -4,6 +4,7 @@
 # second label is given here by name. The longest cases also get a COST, so a clean clone's run
 # (no timings from an earlier one) starts them first instead of ending on them.
 set(_ckjit_e2e 0)
+set(_ckjit_matrix 0)
 foreach(t IN LISTS ckjit_tests_TESTS)
   if(t MATCHES "^structured output: 100 sampled generations" OR t MATCHES "^quant parity with llama.cpp ggml")
     set_tests_properties("${t}" PROPERTIES COST 100)
@@ -15,9 +16,20 @@ foreach(t IN LISTS ckjit_tests_TESTS)
          OR t MATCHES "^ckjit ocr: a 2100x2100 page")
     set_tests_properties("${t}" PROPERTIES LABELS "ocr;e2e")
     math(EXPR _ckjit_e2e "${_ckjit_e2e} + 1")
+  elseif(t MATCHES "^numerical contract: --dump-logits capped at avxvnni" OR t MATCHES "^ckjit run: CKJIT_MAX_ISA=avxvnni")
+    # Label matrix: out of the ASan+UBSan run only (tests/README.md). The cap matrices run there at
+    # two caps (the avx2 floor and avx512); synth's bytes run there in every case that synthesizes.
+    set_tests_properties("${t}" PROPERTIES LABELS "decoder;matrix")
+    math(EXPR _ckjit_matrix "${_ckjit_matrix} + 1")
+  elseif(t MATCHES "^same seed gives the same bytes at any thread count")
+    set_tests_properties("${t}" PROPERTIES LABELS "synth;matrix")
+    math(EXPR _ckjit_matrix "${_ckjit_matrix} + 1")
   endif()
 endforeach()
 # A renamed case would silently lose its label and run (slowly) under the sanitizers.
 if(ckjit_tests_TESTS AND NOT _ckjit_e2e EQUAL 7)
   message(WARNING "tests/extra_labels.cmake: ${_ckjit_e2e} of the 7 end-to-end cases found by name: update the patterns")
+endif()
+if(ckjit_tests_TESTS AND NOT _ckjit_matrix EQUAL 3)
+  message(WARNING "tests/extra_labels.cmake: ${_ckjit_matrix} of the 3 matrix cases found by name: update the patterns")
 endif()

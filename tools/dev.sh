@@ -59,10 +59,11 @@ case "$cmd" in
     stage "setup" bash "$ROOT/tools/setup.sh"
     stage "build: Release" build build Release
     stage "tests: Release" run_ctest build "$@"
-    # Under ASan+UBSan: everything but the slow suites and the long end-to-end runs (tests/README.md;
+    # Under ASan+UBSan: everything but the slow suites, the long end-to-end runs and the third cap of the
+    # cap matrices (labels slow, e2e, matrix: tests/README.md;
     # hostile input must fail cleanly there too); the benchmarks are not built (no test runs them).
     CMAKE_ARGS="${CMAKE_ARGS:-} -DCKJIT_BUILD_PERF=OFF" stage "build: ASan+UBSan" build build-sanitize Sanitize
-    stage "tests: ASan+UBSan" run_ctest build-sanitize -LE '^(slow|e2e)$' "$@"
+    stage "tests: ASan+UBSan" run_ctest build-sanitize -LE '^(slow|e2e|matrix)$' "$@"
     # Under ThreadSanitizer: the cases with concurrent sessions (label threads: several sessions on one
     # model in several threads, the batcher, the thread pool under one page) and `ckjit serve
     # --parallel 2` with concurrent requests.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/unit/cli_run.h"
+#include "tests/unit/fixture_cache.h"
 
 namespace serve_test {
 
@@ -37,20 +38,13 @@ struct TinyPair {
   std::string model, mmproj;
 };
 
-// Synthesized into a private directory, then renamed into place: concurrent test processes either
-// win the rename or use the winner's files.
+// Synthesized once per build of the test binary and of ckjit (tests/unit/fixture_cache.h).
 inline const TinyPair& tiny_pair() {
   static TinyPair p = [] {
-    const fs::path dir = fs::path(CKJIT_BUILD_DIR) / "serve-test-models";
-    TinyPair x{(dir / "t-Q4_K_M.gguf").string(), (dir / "mmproj-t-f16.gguf").string()};
-    if (fs::exists(x.model) && fs::exists(x.mmproj)) return x;
-    const fs::path tmp = fs::path(CKJIT_BUILD_DIR) / ("serve-test-models.tmp" + std::to_string(::getpid()));
-    fs::create_directories(tmp);
-    run_ckjit("synth -q --preset tiny --seed 3 --name t --out '" + tmp.string() + "'");
-    std::error_code ec;
-    fs::rename(tmp, dir, ec);
-    if (ec) fs::remove_all(tmp, ec);
-    return x;
+    const fs::path dir = fixture_cache::file("synth-tiny-seed3-" + fixture_cache::stamp_of(CKJIT_BINARY_PATH), [](const fs::path& d) {
+      run_ckjit("synth -q --preset tiny --seed 3 --name t --out '" + d.string() + "'");
+    });
+    return TinyPair{(dir / "t-Q4_K_M.gguf").string(), (dir / "mmproj-t-f16.gguf").string()};
   }();
   return p;
 }

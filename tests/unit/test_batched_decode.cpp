@@ -23,7 +23,7 @@ using namespace ckjit::graph;
 namespace {
 
 gguf::GgufFile make_file(const tinymodel::Spec& s) {
-  return gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  return gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
 }
 
 std::vector<int32_t> prompt_of(int i) {

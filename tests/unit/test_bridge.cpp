@@ -72,7 +72,7 @@ TEST_CASE("bridge: without a marker the images go in front of the user text so t
   CHECK(with_media_markers("A<__media__>B", 2) == "A<__media__>B");
   CHECK(with_media_markers("Read", 0) == "Read");
   tinymodel::Spec s;
-  const gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  const gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
   PromptOptions po;
   po.text = with_media_markers("Read the page.", 1);
   po.chat = true;
@@ -86,7 +86,7 @@ TEST_CASE("bridge: a mixed text + image prefix prefills as one batch - deepstack
   s.vocab = &tokfix::qwen3_vocab();
   s.n_vocab = 151936;
   s.n_deepstack = 2;
-  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
   Workers pool(2);
   const TextModel model(f, ModelOptions{}, pool);
   const tok::Tokenizer tk(tokfix::qwen3_vocab());

@@ -22,7 +22,7 @@ using ckjit::test::TextEval;
 namespace {
 
 gguf::GgufFile make_file(const tinymodel::Spec& s) {
-  return gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  return gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
 }
 
 std::string load_error(const tinymodel::Spec& s) {

@@ -34,7 +34,7 @@ TEST_SUITE("decoder") {
 TEST_CASE("decoder: a decode step allocates nothing") {
   using namespace ckjit;
   tinymodel::Spec s;
-  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
   Workers pool(2);
   graph::SessionOptions o;
   o.n_ctx = 64;

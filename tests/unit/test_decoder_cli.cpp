@@ -27,10 +27,10 @@ struct TinyFiles {
     s.vocab = &tokfix::qwen3_vocab();
     s.n_vocab = 151936;
     model = dir / "tiny.gguf";
-    tinymodel::build(s).write_file(model.string());
+    tinymodel::write_file(s, model.string());
     s.arch = "qwen2";
     other_arch = dir / "qwen2.gguf";
-    tinymodel::build(s).write_file(other_arch.string());
+    tinymodel::write_file(s, other_arch.string());
   }
   ~TinyFiles() {
     if (!std::getenv("CKJIT_KEEP_TEST_FILES")) fs::remove_all(dir);

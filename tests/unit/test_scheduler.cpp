@@ -52,7 +52,7 @@ TEST_CASE("scheduler: streams joining at different steps get what generate() giv
   tinymodel::Spec spec;
   spec.vocab = &tokfix::qwen3_vocab();
   spec.n_vocab = 151936;
-  const gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(spec).to_bytes(), "tiny.gguf");
+  const gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(spec), "tiny.gguf");
   const tok::Tokenizer tk(tokfix::qwen3_vocab());
   Workers pool(2);
   const TextModel m(f, ModelOptions{}, pool);

@@ -165,7 +165,7 @@ TEST_CASE("tiled attention: under an empty Isa (the portable f16 twins) the same
 TEST_CASE("tiled attention: a batched prompt equals token-by-token evaluation bit for bit (JIT order)") {
   tinymodel::Spec s;
   s.seed = 41;
-  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(s).to_bytes(), "tiny.gguf");
+  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(s), "tiny.gguf");
   Workers pool(2);
   ModelOptions jit_order;
   jit_order.linear.llama_decode_order = false;  // GEMM and GEMV share a float order

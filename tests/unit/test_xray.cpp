@@ -106,7 +106,7 @@ TEST_CASE("tap: names - rows and widths as published - the filter keeps names an
 TEST_CASE("tap: a tapped run gives the same logits bit for bit (its split row pass included) and holds every layer's checkpoints") {
   tinymodel::Spec spec;
   spec.seed = 41;
-  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::build(spec).to_bytes(), "tiny.gguf");
+  gguf::GgufFile f = gguf::GgufFile::from_bytes(tinymodel::bytes(spec), "tiny.gguf");
   Workers pool(2);
   graph::SessionOptions so;
   so.n_ctx = 32;

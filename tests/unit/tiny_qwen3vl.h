@@ -2,8 +2,11 @@
 // Writes small random Qwen3-VL text GGUFs for the decoder tests (the real synthesizer is
 // `ckjit synth`; these are tiny and fully controlled: any shape, any weight type per role,
 // tied or untied output, optional real Qwen3 tokenizer).
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -13,6 +16,7 @@
 #include "runtime/gguf/gguf_writer.h"
 #include "runtime/quants/quants.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/unit/fixture_cache.h"
 
 namespace tinymodel {
 
@@ -128,6 +132,47 @@ inline ckjit::gguf::GgufWriter build(const Spec& s) {
     mat(b + "ffn_down.weight", s.v_type, s.n_ff, E, s.weight_scale);
   }
   return w;
+}
+
+// Everything build(s) depends on, as a file name for fixture_cache (the vocabulary by a hash of its
+// contents).
+inline std::string cache_key(const Spec& s) {
+  std::string k = s.arch + "-" + std::to_string(s.n_embd) + "-" + std::to_string(s.n_layer) + "-" + std::to_string(s.n_ff) +
+                  "-" + std::to_string(s.n_head) + "-" + std::to_string(s.n_head_kv) + "-" + std::to_string(s.head_dim) +
+                  "-" + std::to_string(s.n_vocab) + "-" + std::to_string(s.tied) + "-" + std::to_string(int(s.wtype)) +
+                  "-" + std::to_string(int(s.v_type)) + "-" + std::to_string(s.up_type ? int(*s.up_type) : -1) + "-" +
+                  std::to_string(int(s.embd_type)) + "-" + std::to_string(int(s.out_type)) + "-" + std::to_string(s.seed) +
+                  "-" + std::to_string(s.n_deepstack) + "-" + fixture_cache::hex(std::bit_cast<uint32_t>(s.weight_scale));
+  uint64_t h = fixture_cache::fnv1a(k);
+  for (const auto& t : s.skip_tensors) h = fixture_cache::fnv1a(t + ";", h);
+  for (const auto& [n, ne] : s.reshape) {
+    h = fixture_cache::fnv1a(n + ":", h);
+    for (int64_t e : ne) h = fixture_cache::fnv1a(std::to_string(e) + ",", h);
+  }
+  if (s.vocab) {
+    const auto& v = *s.vocab;
+    h = fixture_cache::fnv1a(v.model + "|" + v.pre + "|" + std::to_string(v.bos_id) + "|" + std::to_string(v.eos_id), h);
+    for (const auto& t : v.tokens) h = fixture_cache::fnv1a(t.data(), t.size() + 1, h);
+    h = fixture_cache::fnv1a(v.token_types.data(), v.token_types.size() * sizeof(v.token_types[0]), h);
+    for (const auto& m : v.merges) h = fixture_cache::fnv1a(m.data(), m.size() + 1, h);
+  }
+  return "tinymodel-" + fixture_cache::hex(h) + ".gguf";
+}
+
+// build(s) written once per test binary (fixture_cache.h): its path.
+inline std::filesystem::path cached_file(const Spec& s) {
+  return fixture_cache::file(cache_key(s), [&](const std::filesystem::path& p) { build(s).write_file(p.string()); });
+}
+
+// build(s)'s bytes, from the cache.
+inline std::vector<uint8_t> bytes(const Spec& s) {
+  std::ifstream in(cached_file(s), std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// build(s) written to `path` (a copy of the cached file).
+inline void write_file(const Spec& s, const std::string& path) {
+  std::filesystem::copy_file(cached_file(s), path, std::filesystem::copy_options::overwrite_existing);
 }
 
 }  // namespace tinymodel
