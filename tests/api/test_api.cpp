@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "include/ckjit.h"
+#include "tests/unit/fixture_cache.h"
 #include "tests/unit/json_schema_check.h"
 #include "tests/unit/process_temp_dir.h"
 #include "runtime/synth/qwen3vl_layout.h"
@@ -35,17 +36,23 @@ struct Pair {
   std::string model, mmproj;
 };
 
+// The tiny pair is synthesized once per build of this binary (tests/unit/fixture_cache.h) into a
+// folder of its own (so that "the projector beside the model" finds only it); dir is this process's.
 const Pair& pair() {
   static Pair p = [] {
     Pair x;
     x.dir = ckjit::test::process_temp_dir("ckjit_api_");
     fs::create_directories(x.dir);
-    ckjit::synth::SynthOptions o;
-    o.seed = 11;
-    o.threads = 2;
-    o.tokenizer_dir = CKJIT_TOKENIZER_DIR;
-    const auto files = ckjit::synth::write_qwen3vl_pair(ckjit::qwen3vl::preset_dims("tiny"), o, x.dir.string());
-    x.model = files.text_path, x.mmproj = files.mmproj_path;
+    const auto dims = ckjit::qwen3vl::preset_dims("tiny");
+    const fs::path d = fixture_cache::file("api-synth-tiny-seed11", [&](const fs::path& out) {
+      ckjit::synth::SynthOptions o;
+      o.seed = 11;
+      o.threads = 2;
+      o.tokenizer_dir = CKJIT_TOKENIZER_DIR;
+      ckjit::synth::write_qwen3vl_pair(dims, o, out.string());
+    });
+    x.model = (d / ckjit::synth::text_file_name(dims.preset, ckjit::qwen3vl::TextMix::Q4_K_M)).string();
+    x.mmproj = (d / ckjit::synth::mmproj_file_name(dims.preset, ckjit::qwen3vl::MmprojType::F16)).string();
     return x;
   }();
   return p;

@@ -1,7 +1,7 @@
 #pragma once
 // Files that many test processes need, made once per test binary: ctest runs each case in a process
 // of its own, and a tiny model with the real 151,936-token vocabulary takes a second to build in
-// Release and ~10 s under ASan (test code -O0). Kept in CKJIT_BUILD_DIR/test-fixtures/<stamp>/<key>:
+// Release and ~10 s under ASan (test code -O0). Kept in CKJIT_BUILD_DIR/test-fixtures/<binary>/<stamp>/<key>:
 // the stamp (this binary's size and modification time) changes with every rebuild, so no test reads
 // what an older builder wrote (older stamps are removed when a new one is made). A process that
 // finds another making the same key waits for it (flock on key.lock) instead of making it again;
@@ -47,7 +47,10 @@ inline const fs::path& dir() {
   static const fs::path d = [] {
     std::string stamp = stamp_of("/proc/self/exe");
     if (stamp.empty()) stamp = "pid" + std::to_string(::getpid());  // no /proc: a cache per process
-    const fs::path root = fs::path(CKJIT_BUILD_DIR) / "test-fixtures";
+    // One folder per test binary: each removes only its own older stamps.
+    std::error_code le;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", le);
+    const fs::path root = fs::path(CKJIT_BUILD_DIR) / "test-fixtures" / (le ? "unknown" : exe.filename().string());
     const fs::path mine = root / stamp;
     std::error_code ec;
     if (!fs::exists(mine, ec)) {

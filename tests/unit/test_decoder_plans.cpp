@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "synth_cache.h"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +39,7 @@ TEST_CASE("ckjit run uses the tuned profile's plans when one matches / the cost 
   fs::remove_all(dir);
   fs::create_directories(dir / "cache");
   const std::string env = "XDG_CACHE_HOME=" + q(dir / "cache");
-  CliResult synth = run_ckjit("synth --preset tiny --seed 5 -q --out " + q(dir));
+  CliResult synth = synth_into("--preset tiny --seed 5", dir);
   REQUIRE_MESSAGE(synth.status == 0, synth.output);
   const fs::path model = dir / "tiny-Q4_K_M.gguf";
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "synth_cache.h"
 #include "skip.h"
 #include "jit/isa_select.h"
 #include "topology/isa.h"
@@ -40,7 +41,7 @@ struct TextContract {
   TextContract() {
     dir = fs::temp_directory_path() / ("ckjit_contract_" + std::to_string(getpid()));
     fs::create_directories(dir);
-    REQUIRE(run_ckjit("synth -q --preset tiny --seed 7 --name m --out '" + dir.string() + "'").status == 0);
+    REQUIRE(synth_into("--preset tiny --seed 7 --name m", dir).status == 0);
     model = dir / "m-Q4_K_M.gguf";
     REQUIRE(fs::exists(model));
     std::ofstream(dir / "forced.txt") << "11 2000 35 9 151 7000 12 13 14 15 90000 16 17 18 19 20 21 22 23 24";
@@ -109,7 +110,7 @@ TEST_SUITE("vision") {
 TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after them are byte-identical across caps and threads") {
   const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_v_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  REQUIRE(run_ckjit("synth -q --preset tiny --seed 8 --name v --out '" + dir.string() + "'").status == 0);
+  REQUIRE(synth_into("--preset tiny --seed 8 --name v", dir).status == 0);
   std::ofstream(dir / "forced.txt") << "11 2000 35 9 151";
   const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "resize-333x117.png";
   const topo::Isa cpu = topo::detect_isa();
@@ -171,7 +172,7 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
 TEST_CASE("bf16 vision precision: each implementation's bits for every cap and thread count / within tolerance of f32") {
   const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_bf16_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  REQUIRE(run_ckjit("synth -q --preset tiny --seed 8 --name v --out '" + dir.string() + "'").status == 0);
+  REQUIRE(synth_into("--preset tiny --seed 8 --name v", dir).status == 0);
   const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "resize-333x117.png";
   auto rows = [&](const std::string& cap, int t, const std::string& flag) {
     CliResult r = run_ckjit("run -m '" + (dir / "v-Q4_K_M.gguf").string() + "' --mmproj '" + (dir / "mmproj-v-f16.gguf").string() +

@@ -25,6 +25,7 @@
 #include "tests/unit/image_writers.h"
 #include "tests/unit/ocr_test_files.h"
 #include "tests/unit/skip.h"
+#include "tests/unit/synth_cache.h"
 #include "tools/ocr/pdf.h"
 #include "tools/ocr/runner.h"
 
@@ -88,7 +89,7 @@ const Corpus& corpus() {
       }
     };
     static RemoveAtExit cleanup{x.dir};
-    run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
+    synth_into("--preset tiny --seed 3 --name t", x.dir);
     x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
     x.docs = x.dir / "docs";
     const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images";

@@ -20,6 +20,7 @@
 #include "tests/unit/skip.h"
 #include "tools/report/run_report.h"
 #include "tests/unit/process_temp_dir.h"
+#include "tests/unit/synth_cache.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -52,7 +53,7 @@ const TinyPair& tiny_pair() {
     TinyPair x;
     x.dir = ckjit::test::process_temp_dir("ckjit_report_");
     fs::create_directories(x.dir);
-    run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
+    synth_into("--preset tiny --seed 3 --name t", x.dir);
     x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
     return x;
   }();

@@ -13,6 +13,7 @@
 
 #include "tests/unit/cli_run.h"
 #include "tests/unit/process_temp_dir.h"
+#include "tests/unit/synth_cache.h"
 
 namespace fs = std::filesystem;
 
@@ -30,8 +31,8 @@ const Pair& pair() {
     Pair x;
     x.dir = ckjit::test::process_temp_dir("ckjit_vision_cli_");
     fs::create_directories(x.dir);
-    run_ckjit("synth -q --preset tiny --seed 3 --name t --out " + q(x.dir));
-    run_ckjit("synth -q --preset tiny --seed 4 --embd 512 --name wide --out " + q(x.dir));
+    synth_into("--preset tiny --seed 3 --name t", x.dir);
+    synth_into("--preset tiny --seed 4 --embd 512 --name wide", x.dir);
     x.model = x.dir / "t-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-t-f16.gguf";
     x.other_mmproj = x.dir / "mmproj-wide-f16.gguf";
     return x;
@@ -77,7 +78,7 @@ TEST_CASE("ckjit run --image: the whole pipeline on a tiny pair / rows dumped in
   CHECK(first != std::string::npos);
   CHECK(second != std::string::npos);
   // Q8_0 mmproj: the same pipeline.
-  run_ckjit("synth -q --preset tiny --seed 3 --mmproj-type q8_0 --name t8 --out " + q(p.dir));
+  synth_into("--preset tiny --seed 3 --mmproj-type q8_0 --name t8", p.dir);
   CliResult q8 = run_ckjit("run -m " + q(p.model) + " --mmproj " + q(p.dir / "mmproj-t8-q8_0.gguf") + " --image " +
                            q(p.image("tall-40x150.png")) + " -p x -n 1");
   INFO(q8.output);

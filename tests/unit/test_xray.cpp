@@ -24,6 +24,7 @@
 #include "xray/llama_dump.h"
 #include "xray/xray.h"
 #include "tests/unit/process_temp_dir.h"
+#include "tests/unit/synth_cache.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -41,7 +42,7 @@ const Files& files() {
     Files x;
     x.dir = ckjit::test::process_temp_dir("ckjit_xray_");
     fs::create_directories(x.dir);
-    run_ckjit("synth -q --preset tiny --seed 5 --name x --out " + q(x.dir));
+    synth_into("--preset tiny --seed 5 --name x", x.dir);
     x.model = x.dir / "x-Q4_K_M.gguf", x.mmproj = x.dir / "mmproj-x-f16.gguf";
     return x;
   }();
