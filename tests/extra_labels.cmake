@@ -4,7 +4,7 @@
 # second label is given here by name. The longest cases also get a COST, so a clean clone's run
 # (no timings from an earlier one) starts them first instead of ending on them.
 set(_ckjit_e2e 0)
-set(_ckjit_matrix 0)
+set(_ckjit_sweep 0)
 foreach(t IN LISTS ckjit_tests_TESTS)
   if(t MATCHES "^structured output: 100 sampled generations" OR t MATCHES "^quant parity with llama.cpp ggml")
     set_tests_properties("${t}" PROPERTIES COST 100)
@@ -21,19 +21,26 @@ foreach(t IN LISTS ckjit_tests_TESTS)
     set_tests_properties("${t}" PROPERTIES LABELS "ocr;e2e")
     math(EXPR _ckjit_e2e "${_ckjit_e2e} + 1")
   elseif(t MATCHES "^numerical contract: --dump-logits capped at avxvnni" OR t MATCHES "^ckjit run: CKJIT_MAX_ISA=avxvnni")
-    # Label matrix: out of the ASan+UBSan run only (tests/README.md). The cap matrices run there at
-    # two caps (the avx2 floor and avx512); synth's bytes run there in every case that synthesizes.
-    set_tests_properties("${t}" PROPERTIES LABELS "decoder;matrix")
-    math(EXPR _ckjit_matrix "${_ckjit_matrix} + 1")
+    # Label sweep: out of the ASan+UBSan run only (tests/README.md says which and why). The cap
+    # matrices run there at two caps (the avx2 floor and avx512); synth's bytes run there in every
+    # case that synthesizes; one decoder and one vision parity case stay there (the odd shapes).
+    set_tests_properties("${t}" PROPERTIES LABELS "decoder;sweep")
+    math(EXPR _ckjit_sweep "${_ckjit_sweep} + 1")
   elseif(t MATCHES "^same seed gives the same bytes at any thread count")
-    set_tests_properties("${t}" PROPERTIES LABELS "synth;matrix")
-    math(EXPR _ckjit_matrix "${_ckjit_matrix} + 1")
+    set_tests_properties("${t}" PROPERTIES LABELS "synth;sweep")
+    math(EXPR _ckjit_sweep "${_ckjit_sweep} + 1")
+  elseif(t MATCHES "^decoder parity with llama.cpp: " AND NOT t MATCHES "tiny models of several seeds")
+    set_tests_properties("${t}" PROPERTIES LABELS "parity;sweep")
+    math(EXPR _ckjit_sweep "${_ckjit_sweep} + 1")
+  elseif(t MATCHES "^vision parity with llama.cpp: " AND NOT t MATCHES "an odd-shaped tower")
+    set_tests_properties("${t}" PROPERTIES LABELS "vision;sweep")
+    math(EXPR _ckjit_sweep "${_ckjit_sweep} + 1")
   endif()
 endforeach()
 # A renamed case would silently lose its label and run (slowly) under the sanitizers.
 if(ckjit_tests_TESTS AND NOT _ckjit_e2e EQUAL 7)
   message(WARNING "tests/extra_labels.cmake: ${_ckjit_e2e} of the 7 end-to-end cases found by name: update the patterns")
 endif()
-if(ckjit_tests_TESTS AND NOT _ckjit_matrix EQUAL 3)
-  message(WARNING "tests/extra_labels.cmake: ${_ckjit_matrix} of the 3 matrix cases found by name: update the patterns")
+if(ckjit_tests_TESTS AND NOT _ckjit_sweep EQUAL 12)
+  message(WARNING "tests/extra_labels.cmake: ${_ckjit_sweep} of the 12 sweep cases found by name: update the patterns")
 endif()

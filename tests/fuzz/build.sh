@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds ckjit's libFuzzer targets with clang++ (libFuzzer + ASan + UBSan) into build-fuzz/, writes
 # their seed corpora, and optionally runs each for SECONDS:  bash tests/fuzz/build.sh [SECONDS]
+# (`build.sh --run SECONDS` runs what an earlier call built, without building again.)
 # Targets: gguf_reader, image (decode + preprocess), tokenizer (+ chat template), token_ids (--force),
 # model_load (text model and mmproj hyper-parameters and tensor checks), chat_request (ckjit serve's
 # request bodies: JSON, content parts, base64 data: URIs, image headers, response_format schemas),
@@ -38,48 +39,58 @@ finish() {
   pids=()
   [ "$failed" = 0 ] || { echo "fuzz build: a step failed (above)" >&2; exit 1; }
 }
-# Every source once (several targets share the GGUF, image and structured-output sources), then
-# one link per target.
-OBJ="$OUT/obj"
-mkdir -p "$OBJ"
-obj_of() { local rel="${1#"$ROOT"/}"; echo "$OBJ/${rel//\//_}.o"; }
-spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/runtime/image/stb_decoder.cpp" -o "$OUT/stb_decoder.o"
-declare -A compiled=()
-for t in "${TARGETS[@]}"; do
-  for src in "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]}; do
-    [[ "$src" == *.cpp && -z "${compiled[$src]:-}" ]] || continue
-    compiled[$src]=1
-    spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$src" -o "$(obj_of "$src")"
+build_all() {
+  # Every source once (several targets share the GGUF, image and structured-output sources), then
+  # one link per target.
+  OBJ="$OUT/obj"
+  mkdir -p "$OBJ"
+  obj_of() { local rel="${1#"$ROOT"/}"; echo "$OBJ/${rel//\//_}.o"; }
+  spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" "${STB_UNCHECKED[@]}" -c "$ROOT/runtime/image/stb_decoder.cpp" -o "$OUT/stb_decoder.o"
+  declare -A compiled=()
+  for t in "${TARGETS[@]}"; do
+    for src in "$ROOT/tests/fuzz/fuzz_$t.cpp" ${SOURCES[$t]}; do
+      [[ "$src" == *.cpp && -z "${compiled[$src]:-}" ]] || continue
+      compiled[$src]=1
+      spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]/fuzzer,/fuzzer-no-link,}" -c "$src" -o "$(obj_of "$src")"
+    done
   done
-done
-finish
-for t in "${TARGETS[@]}"; do
-  mkdir -p "$OUT/$t/corpus"
-  objs=("$(obj_of "$ROOT/tests/fuzz/fuzz_$t.cpp")")
-  for src in ${SOURCES[$t]}; do
-    if [[ "$src" == *.cpp ]]; then objs+=("$(obj_of "$src")"); else objs+=("$src"); fi
+  finish
+  for t in "${TARGETS[@]}"; do
+    mkdir -p "$OUT/$t/corpus"
+    objs=("$(obj_of "$ROOT/tests/fuzz/fuzz_$t.cpp")")
+    for src in ${SOURCES[$t]}; do
+      if [[ "$src" == *.cpp ]]; then objs+=("$(obj_of "$src")"); else objs+=("$src"); fi
+    done
+    # shellcheck disable=SC2086
+    spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "${objs[@]}" -o "$OUT/fuzz_$t" ${LIBS[$t]:-}
   done
+  # Seed writers (plain builds): small valid GGUF files; valid tiny text models and mmprojs.
+  spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
   # shellcheck disable=SC2086
-  spawn "$CXX" "${FLAGS[@]}" "${FUZZ[@]}" "${objs[@]}" -o "$OUT/fuzz_$t" ${LIBS[$t]:-}
-done
-# Seed writers (plain builds): small valid GGUF files; valid tiny text models and mmprojs.
-spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_seeds.cpp" "${GGUF[@]}" -o "$OUT/make_seeds"
-# shellcheck disable=SC2086
-spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
-finish
-# Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
-"$OUT/make_seeds" "$OUT/gguf_reader/corpus"
-# The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
-# regression inputs under the instrumented decoder too.
-cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* \
-  "$ROOT"/tests/fuzz/seeds/image/* "$OUT/image/corpus/"
-cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
-cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
-cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
-cp "$ROOT"/tests/fuzz/seeds/json_schema/* "$OUT/json_schema/corpus/"
-cp "$ROOT"/tests/fuzz/seeds/gbnf/* "$OUT/gbnf/corpus/"
-"$OUT/make_model_seeds" "$OUT/model_load/corpus"
-echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
+  spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
+  finish
+  # Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
+  "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
+  # The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
+  # regression inputs under the instrumented decoder too.
+  cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* \
+    "$ROOT"/tests/fuzz/seeds/image/* "$OUT/image/corpus/"
+  cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
+  cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
+  cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"
+  cp "$ROOT"/tests/fuzz/seeds/json_schema/* "$OUT/json_schema/corpus/"
+  cp "$ROOT"/tests/fuzz/seeds/gbnf/* "$OUT/gbnf/corpus/"
+  "$OUT/make_model_seeds" "$OUT/model_load/corpus"
+  echo "built ${TARGETS[*]/#/$OUT/fuzz_} (seed corpora in $OUT/<target>/corpus)"
+}
+if [ "${1:-}" = "--run" ]; then
+  shift
+  for t in "${TARGETS[@]}"; do
+    [ -x "$OUT/fuzz_$t" ] || { echo "build.sh --run: $OUT/fuzz_$t is not built (run build.sh first)" >&2; exit 1; }
+  done
+else
+  build_all
+fi
 if [ "${1:-}" != "" ]; then
   declare -A MAXLEN=([gguf_reader]=4096 [image]=65536 [tokenizer]=2048 [token_ids]=256 [model_load]=400000 [chat_request]=16384 [json_schema]=4096 [gbnf]=4096)
   # JOBS targets at a time (each one process), every one for the same SECONDS.
