@@ -17,6 +17,12 @@
 #include <string>
 #include <system_error>
 
+// Where the caches live: the build tree of the test binary. A program that includes a builder but
+// never asks for a cached file (the fuzz build's seed writer) gets the temp folder instead.
+#ifndef CKJIT_BUILD_DIR
+#define CKJIT_BUILD_DIR ""
+#endif
+
 namespace fixture_cache {
 
 namespace fs = std::filesystem;
@@ -50,7 +56,8 @@ inline const fs::path& dir() {
     // One folder per test binary: each removes only its own older stamps.
     std::error_code le;
     const fs::path exe = fs::read_symlink("/proc/self/exe", le);
-    const fs::path root = fs::path(CKJIT_BUILD_DIR) / "test-fixtures" / (le ? "unknown" : exe.filename().string());
+    const fs::path build = *CKJIT_BUILD_DIR ? fs::path(CKJIT_BUILD_DIR) : fs::temp_directory_path();
+    const fs::path root = build / "test-fixtures" / (le ? "unknown" : exe.filename().string());
     const fs::path mine = root / stamp;
     std::error_code ec;
     if (!fs::exists(mine, ec)) {
