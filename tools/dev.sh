@@ -35,9 +35,10 @@ print_stages() {
   echo "== stage times (wall):"
   printf '   %s\n' "${STAGES[@]}"
 }
-# One build at a time may run beside a test stage at the lowest CPU priority (nice 19): it takes
-# the CPU the tests leave idle (waiting on servers, timers, child processes: 12-25 % of two cores
-# here) and yields the rest, so the tests run as fast as alone. Its output goes to build-logs/; it
+# One build at a time may run beside a test stage at the lowest CPU priority (nice 19), to take the
+# CPU the tests leave idle (waiting on servers, timers, child processes: 12-25 % of two cores here).
+# Measured on Zen 5, 2 cores (tests/README.md): it gains little, because the tests beside it still
+# slow down (Release tests ~45 s longer beside the ASan build). Its output goes to build-logs/; it
 # is waited for as a stage of its own (the rest of its time), and its log is printed if it failed.
 BG_PID="" BG_NAME="" BG_LOG="" BG_START=0
 bg_start() {  # bg_start NAME command...
@@ -89,7 +90,7 @@ case "$cmd" in
     # Under ASan+UBSan: everything but the slow suites, the long end-to-end runs and the sweeps (the
     # third cap of the cap matrices, most parity cases: labels slow, e2e, sweep; tests/README.md;
     # hostile input must fail cleanly there too); the benchmarks are not built (no test runs them).
-    # Its build begins beside the Release tests (bg_start above).
+    # Its build begins beside the Release tests (bg_start, below).
     CMAKE_ARGS="${CMAKE_ARGS:-} -DCKJIT_BUILD_PERF=OFF" bg_start "build: ASan+UBSan" build build-sanitize Sanitize
     stage "tests: Release (ASan+UBSan build beside)" run_ctest build "$@"
     stage "build: ASan+UBSan (the rest)" bg_wait
