@@ -3,6 +3,7 @@
 // file, its port read from the "listening on" line (the server picks a free one with --port 0),
 // /health waited for, and always stopped (SIGTERM, then SIGKILL after a grace time) by the
 // destructor. The tiny model pair is synthesized once per build tree and shared by the tests.
+#include "tests/unit/sanitizers.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 
 // Under ASan the server and its model are several times slower: generous, bounded timeouts.
 inline int slow_factor() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if CKJIT_TEST_ASAN || CKJIT_TEST_TSAN
   return 6;
 #else
   return 1;

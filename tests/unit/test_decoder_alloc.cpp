@@ -3,8 +3,10 @@
 // binary; the count is only taken inside the test).
 #include <doctest/doctest.h>
 
+#include "tests/unit/sanitizers.h"
+
 // AddressSanitizer replaces the allocation functions itself; the count is taken in normal builds.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !CKJIT_TEST_ASAN
 
 #include <atomic>
 #include <cstdlib>
@@ -57,4 +59,4 @@ TEST_CASE("decoder: a decode step allocates nothing") {
 }
 }
 
-#endif  // !__SANITIZE_ADDRESS__
+#endif  // !CKJIT_TEST_ASAN

@@ -1,6 +1,8 @@
 // `ckjit run` end to end on a tiny random Qwen3-VL model with the real Qwen3 tokenizer.
 #include <doctest/doctest.h>
 
+#include "tests/unit/sanitizers.h"
+
 #include <filesystem>
 #include <iterator>
 #include <fstream>
@@ -193,7 +195,7 @@ TEST_CASE("ckjit run: a closed stdout (a pipe whose reader left) ends the run qu
 }
 
 TEST_CASE("ckjit run: a model file truncated while it is mapped ends the run with a clear message / not a bus-error crash") {
-#if defined(__SANITIZE_ADDRESS__)
+#if CKJIT_TEST_ASAN
   CKJIT_SKIP("AddressSanitizer takes SIGBUS itself (its report replaces ckjit's message)");
 #endif
   const fs::path copy = files().dir / "shrinking.gguf", out = files().dir / "shrink.out", err = files().dir / "shrink.err";

@@ -191,7 +191,9 @@ TEST_CASE("preprocess: target sizes follow llama.cpp's smart resize") {
   CHECK((r.width == 640 && r.height == 480 && r.content_w == 640 && r.x0 == 0));
   CHECK(r.n_tokens(32) == 300);
   // Large pages are capped at max tokens, small ones raised to min tokens; multiples of 32 always.
-  for (auto [w, h] : std::vector<std::pair<int, int>>{{8000, 8000}, {4961, 7016}, {20, 10}, {1, 1}, {3000, 40}, {33, 2000}}) {
+  for (const auto& w_h_ : std::vector<std::pair<int, int>>{{8000, 8000}, {4961, 7016}, {20, 10}, {1, 1}, {3000, 40}, {33, 2000}}) {
+    const auto& w = std::get<0>(w_h_);
+    const auto& h = std::get<1>(w_h_);
     CAPTURE(w);
     CAPTURE(h);
     r = plan_resize(w, h, p);

@@ -252,7 +252,9 @@ TEST_CASE("layer ops isa: AVX2 attention equals the scalar emulation of llama.cp
       ++rows;
     }
   // GQA groups of 1, 3 and 8 heads per KV head.
-  for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{2, 2}, {6, 2}, {8, 1}}) {
+  for (const auto& hq_hkv_ : {std::pair<int64_t, int64_t>{2, 2}, {6, 2}, {8, 1}}) {
+    const auto& hq = std::get<0>(hq_hkv_);
+    const auto& hkv = std::get<1>(hq_hkv_);
     const KvCase c = make_case(hq, hkv, 128, 40, 5, uint32_t(hq * 10 + hkv));
     CAPTURE(hq);
     CHECK(same_bits(run_attention(avx2, c, 5, 2), ref_attention(c, 5)));

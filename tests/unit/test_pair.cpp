@@ -170,12 +170,15 @@ void check_hand_copies(const pair::Model& m, const std::function<std::string(jit
   CHECK(linears == 7 * int(m.text().layers().size()) + 1);
   REQUIRE(m.vision() != nullptr);
   int dense = 0;
-  for (const auto& [tensor, op] : m.vision()->linears_by_tensor())
+  for (const auto& tensor_op_ : m.vision()->linears_by_tensor()) {
+    const auto& tensor = std::get<0>(tensor_op_);
+    const auto& op = std::get<1>(tensor_op_);
     if (const auto* d = dynamic_cast<const vision::DenseLinear*>(op)) {
       CAPTURE(tensor);
       CHECK(d->repack_impl() == want(jit::HandOp::dense_panels));
       ++dense;
     }
+  }
   CHECK(dense == int(m.vision()->linears_by_tensor().size()));  // f32 precision: every matmul is dense
 }
 

@@ -171,7 +171,9 @@ TEST_CASE("corrupt or stale or malformed profiles are ignored with a warning and
       {"peaks without a field", replace("\"sync_us\":1.5,", "")},
   };
   std::string dir = temp_dir();
-  for (const auto& [name, text] : bad) {
+  for (const auto& name_text_ : bad) {
+    const auto& name = std::get<0>(name_text_);
+    const auto& text = std::get<1>(name_text_);
     INFO(name);
     std::string path = dir + "/p.json";
     write_text(path, text);

@@ -2,6 +2,8 @@
 // embedding rows with their own positions and deepstack slices, and the ISA choice of every weight.
 #include <doctest/doctest.h>
 
+#include "tests/unit/sanitizers.h"
+
 #include <malloc.h>
 
 #include <cmath>
@@ -77,7 +79,9 @@ TEST_CASE("every weight of every type gets a JIT kernel under every cap this CPU
     if (mix == 1) s.wtype = TensorType::Q8_0, s.v_type = TensorType::Q5_K;
     if (mix == 2) s.wtype = TensorType::Q5_K, s.up_type = TensorType::Q4_K, s.out_type = TensorType::Q8_0, s.tied = false;
     gguf::GgufFile f = make_file(s);
-    for (const auto& [what, isa] : isas) {
+    for (const auto& what_isa_ : isas) {
+      const auto& what = std::get<0>(what_isa_);
+      const auto& isa = std::get<1>(what_isa_);
       CAPTURE(mix);
       CAPTURE(what);
       Workers pool(1);
@@ -268,7 +272,7 @@ TEST_CASE("bad batches are errors: empty / full context / no token and no embedd
 }  // TEST_SUITE
 
 TEST_CASE("the load memory estimate matches what loading the text model takes from the heap" * doctest::test_suite("decoder")) {
-#if defined(__SANITIZE_ADDRESS__)
+#if CKJIT_TEST_ASAN
   CKJIT_SKIP("ASan's allocator does not report heap use through mallinfo2");
 #endif
   // Weights large enough to dominate the model's small tables; the untied output is repacked, the

@@ -111,7 +111,9 @@ TEST_CASE("tiled attention: the same bits for any chunking of the rows and any t
     CAPTURE(c.n_ctx);
     Data d(c, 9);
     const std::vector<float> all = d.attend(c.n_ctx, c.n_ctx, 2);
-    for (auto [chunk, threads] : {std::pair<int64_t, int>{1, 1}, {7, 3}, {64, 2}, {c.n_ctx, 1}, {c.n_ctx, 3}}) {
+    for (const auto& chunk_threads_ : {std::pair<int64_t, int>{1, 1}, {7, 3}, {64, 2}, {c.n_ctx, 1}, {c.n_ctx, 3}}) {
+      const auto& chunk = std::get<0>(chunk_threads_);
+      const auto& threads = std::get<1>(chunk_threads_);
       CAPTURE(chunk);
       CAPTURE(threads);
       Data e(c, 9);
@@ -129,7 +131,9 @@ TEST_CASE("tiled attention: the AVX-512 tile over 16-key panels gives the AVX2 t
     CAPTURE(c.head_dim);
     Data ymm(c, 13);
     const std::vector<float> want = ymm.attend(c.n_ctx, 64, 2);
-    for (auto [chunk, threads] : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+    for (const auto& chunk_threads_ : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+      const auto& chunk = std::get<0>(chunk_threads_);
+      const auto& threads = std::get<1>(chunk_threads_);
       CAPTURE(chunk);
       CAPTURE(threads);
       Data e(c, 13, jit::IsaPath::Avx512);
@@ -152,7 +156,9 @@ TEST_CASE("tiled attention: under an empty Isa (the portable f16 twins) the same
       CAPTURE(jit::isa_name(path));
       CAPTURE(c.n_ctx);
       CAPTURE(c.head_dim);
-      for (auto [chunk, threads] : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+      for (const auto& chunk_threads_ : {std::pair<int64_t, int>{1, 1}, {64, 2}, {c.n_ctx, 3}}) {
+        const auto& chunk = std::get<0>(chunk_threads_);
+        const auto& threads = std::get<1>(chunk_threads_);
         CAPTURE(chunk);
         CAPTURE(threads);
         Data a(c, 17, path, x86), b(c, 17, path, topo::Isa{});

@@ -135,8 +135,9 @@ TEST_CASE("DenseLinear: the documented float order / whatever the threads / tile
   const auto r = randn(size_t(m * n), 4);
   const topo::Isa isa = jit::runtime_isa();
   // Packed as F16 too (the mmproj's own type): its 16-bit panels are transposed differently.
-  for (auto [round, packed] : {std::pair{TensorType::F32, TensorType::F32}, std::pair{TensorType::F16, TensorType::F32},
-                               std::pair{TensorType::F16, TensorType::F16}}) {
+  for (const auto& round_packed_ : {std::pair{TensorType::F32, TensorType::F32}, std::pair{TensorType::F16, TensorType::F32},
+                                     std::pair{TensorType::F16, TensorType::F16}}) {
+    const TensorType round = round_packed_.first, packed = round_packed_.second;
     CAPTURE(int(round));
     CAPTURE(int(packed));
     vision::DenseLinear lin(w, n, k, b, round, isa, 2, packed);
