@@ -5,13 +5,18 @@
 // bit-identical by ckjit's numerical contract), never to expected words.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <thread>
 #include <set>
 #include <sstream>
 #include <fstream>
@@ -369,35 +374,105 @@ TEST_CASE("ckjit ocr: resume after a killed run / the cut line dropped and only 
   CHECK(by_page(recs) == by_page(full));
 }
 
-TEST_CASE("ckjit ocr: killed with SIGKILL at moments across a run then resumed gives every page exactly once as an unkilled run does") {
+// Kills `ckjit ocr` (through `sh -c exec`, so the pid is ckjit's) after `after_s` seconds. Returns
+// whether the kill hit a live process (it was still running and died of SIGKILL) and how many
+// records the journal held at that moment.
+struct Kill {
+  bool hit = false;
+  size_t records_before = 0;
+};
+Kill kill_after(const std::string& command, double after_s, const fs::path& journal, const fs::path& log) {
+  Kill k;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::FILE* f = std::fopen(log.c_str(), "w");
+    if (f) ::dup2(::fileno(f), 1), ::dup2(::fileno(f), 2);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  REQUIRE(pid > 0);
+  std::this_thread::sleep_for(std::chrono::duration<double>(after_s));
+  int st = 0;
+  const bool alive = ::waitpid(pid, &st, WNOHANG) == 0;
+  if (alive) {
+    const std::string j = ocr_test::read_file(journal);
+    k.records_before = size_t(std::count(j.begin(), j.end(), '\n'));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+  }
+  k.hit = alive && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+  return k;
+}
+
+// The --format md page files of a folder: name -> text.
+std::map<std::string, std::string> page_files(const fs::path& dir) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".md") m[e.path().filename().string()] = ocr_test::read_file(e.path());
+  return m;
+}
+
+TEST_CASE("ckjit ocr: killed with SIGKILL at seeded random instants across a run then resumed gives every page and page file exactly once as an unkilled run does") {
   const Corpus& c = corpus();
   const auto& full = full_run();
   REQUIRE(full.size() == kPages);
-  const fs::path out = c.out("killed.jsonl");
-  const std::string run = "ocr " + c.common + " -o " + q(out) + " " + q(c.docs);
-  // How long a whole run takes here, to spread the kills over it (load, pages, record writes).
-  auto whole = [&] {
-    fs::remove(out);
-    const auto t0 = std::chrono::steady_clock::now();
-    CHECK(run_ckjit(run).status == 1);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }();
-  int killed = 0;
-  for (double at : {0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95}) {
-    fs::remove(out);
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.3f", at * whole);
-    const CliResult k = run_shell(std::string("timeout -s KILL ") + secs + " '" CKJIT_BINARY_PATH "' " + run);
-    killed += k.status == 137;  // timeout's status for a command it killed
-    CliResult r = run_ckjit(run);
-    INFO("killed after " << secs << " s: " << k.output << "\nresume: " << r.output);
+  // The unkilled run with --format md (a page file beside the journal for each page): the reference
+  // texts and files, and how long a whole run takes here (start-up, rendering, encode, decode,
+  // journal writes with fsync, page files).
+  auto run_in = [&](const fs::path& dir) {
+    return "'" CKJIT_BINARY_PATH "' ocr " + c.common + " --format md -o " + q(dir / "out.jsonl") + " " + q(c.docs);
+  };
+  const fs::path ref = c.out("kill-ref");
+  fs::create_directories(ref);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult whole_run = run_shell(run_in(ref));
+  const double whole = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_MESSAGE(whole_run.status == 1, whole_run.output);  // the failing pages fail
+  REQUIRE(by_page(records(ref / "out.jsonl")) == by_page(full));
+  const auto ref_files = page_files(ref);
+  REQUIRE(ref_files.size() == kPages - kFailing);
+  // Seeded instants over the run (start-up to exit). A run here may end sooner than the one timed:
+  // a draw that comes after its process has ended is not a kill, is not counted, and shortens the
+  // span later draws come from; every kill counted hit a live process. CKJIT_OCR_KILLS /
+  // CKJIT_OCR_KILL_SEED: more kills or another draw (perf/ocr_kills.sh runs 100).
+  const char* n_env = std::getenv("CKJIT_OCR_KILLS");
+  const char* seed_env = std::getenv("CKJIT_OCR_KILL_SEED");
+  const int kills = n_env ? std::max(1, std::atoi(n_env)) : 8;
+  const unsigned seed = seed_env ? unsigned(std::strtoul(seed_env, nullptr, 10)) : 47u;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> at(0.0, 1.0);
+  std::string report;
+  double span = whole;
+  int hits = 0, late = 0;
+  for (int i = 0; hits < kills && i < 3 * kills; ++i) {
+    const double t = at(rng) * span;
+    const fs::path dir = c.out("kill-" + std::to_string(i));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const Kill k = kill_after(run_in(dir), t, dir / "out.jsonl", dir / "killed.log");
+    INFO("seed " << seed << ", draw " << i << " at " << t << " s of a " << whole << " s run: " << ocr_test::read_file(dir / "killed.log"));
+    if (!k.hit) {
+      ++late, span = t;
+      REQUIRE(by_page(records(dir / "out.jsonl")) == by_page(full));  // the run it came after is whole
+      fs::remove_all(dir);
+      continue;
+    }
+    ++hits;
+    char line[96];
+    std::snprintf(line, sizeof line, " %.2f s (%zu records)", t, k.records_before);
+    report += line;
+    const CliResult r = run_shell(run_in(dir));
+    INFO("resume: " << r.output);
     CHECK(r.status == 1);  // the failing pages fail again; the rest is done
-    const auto recs = records(out);  // every line whole
+    const auto recs = records(dir / "out.jsonl");  // every line whole
     CHECK(recs.size() == kPages);
     CHECK(by_page(recs) == by_page(full));  // each page once (by_page checks), as the unkilled run
+    CHECK(page_files(dir) == ref_files);    // each page file whole, with the unkilled run's text
+    fs::remove_all(dir);
   }
-  MESSAGE(killed << " of 7 runs were killed mid-run (a whole run takes " << whole << " s here)");
-  CHECK(killed >= 1);
+  CHECK_MESSAGE(hits == kills, "only " << hits << " of " << kills << " kills hit a live ckjit ocr (" << late << " draws came after the run)");
+  MESSAGE(hits << " kills (seed " << seed << ", " << late << " draws after a quicker run's end) in a " << whole
+               << " s run, each at:" << report);
 }
 
 TEST_CASE("ckjit ocr: a journal inside the input folder and hidden files are left out and counted and never pages") {
@@ -450,8 +525,10 @@ TEST_CASE("ckjit ocr: every page of a TIFF and a WebP (still / animated) are rea
   REQUIRE(got.size() == 5);
   REQUIRE(want.size() == 2);
   CHECK(got["cut.tif#1"]["error"].get<std::string>().find("cut.tif") != std::string::npos);
-  for (const auto& [page, bmp_name] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& page_bmp_ : std::vector<std::pair<std::string, std::string>>{
            {"scan.tiff#1", "square.bmp"}, {"scan.tiff#2", "other.bmp"}, {"photo.webp#1", "other.bmp"}, {"anim.webp#1", "square.bmp"}}) {
+    const auto& page = page_bmp_.first;
+    const auto& bmp_name = page_bmp_.second;
     CAPTURE(page);
     REQUIRE(got[page].contains("text"));
     CHECK(got[page]["text"] == want[bmp_name]["text"]);
@@ -518,7 +595,9 @@ TEST_CASE("ckjit ocr --shard: the shards split the pages and their union is the 
     const auto part = by_page(records(out));
     CHECK(!part.empty());  // the 9 pages do not all hash to one shard
     sum += part.size();
-    for (const auto& [k, v] : part) {
+    for (const auto& k_v_ : part) {
+      const auto& k = std::get<0>(k_v_);
+      const auto& v = std::get<1>(k_v_);
       CHECK_MESSAGE(uni.count(k) == 0, "page in both shards: " << k);
       uni[k] = v;
     }
@@ -625,7 +704,9 @@ TEST_CASE("ckjit ocr: bad flags and inputs are usage errors (exit 2) with a mess
       {base + "--max-side -5 " + q(c.docs), "--max-side"},
       {base + "--repeat-penalty 0 " + q(c.docs), "--repeat-penalty"},
   };
-  for (const auto& [args, want] : cases) {
+  for (const auto& args_want_ : cases) {
+    const auto& args = std::get<0>(args_want_);
+    const auto& want = std::get<1>(args_want_);
     CliResult r = run_ckjit(args);
     INFO(args);
     INFO(r.output);

@@ -330,9 +330,11 @@ OcrSummary run_ocr(const OcrOptions& o, std::FILE* log) {
         f.rec = {{"source", f.page->source}, {"page", f.page->page}, {"error", f.error}};
         ++sum.failed;
       }
-      writer.append(f.rec);
+      // The page file first: a run killed between the two redoes the page on resume (the journal
+      // says what is done), where the other order would leave a journaled page without its file.
       if (o.format != "jsonl" && f.error.empty())
         write_page_file(page_file_path(o.out, f.page->source, f.page->page, f.page->kind != DocKind::image, o.format), f.rec["text"].get<std::string>());
+      writer.append(f.rec);
       ++sum.done;
       progress.page_done(f.page->source + (f.page->kind != DocKind::image ? " p" + std::to_string(f.page->page) : ""),
                          f.error.empty(), ms_since(f.start) / 1000.0);
