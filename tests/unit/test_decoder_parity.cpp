@@ -12,14 +12,22 @@
 //   envelope  E_R = max over steps s and stored ids i of |batched_R(s,i) - tbt_R(s,i)|: how far
 //             llama.cpp moves when only its float orders change (same model, same trajectory);
 //   distance  D_R = max over s, i of |ckjit(s,i) - tbt_R(s,i)|, ckjit's default `run --force`;
-//   check     D_R <= kFactor * E_R + kFloor. ckjit's distance comes from float orders of the same
-//             kind (blocked dot products, batched prefill GEMM, quantizer rows, fused SwiGLU) and
-//             should be of the same size as llama.cpp's batched/unbatched gap, not smaller: the
-//             trajectory max of such a gap fluctuates with where the orders differ, so a factor of
-//             4 on the max leaves room for that spread while a real bug (wrong RoPE, a mis-read
-//             block, a wrong norm) sits orders of magnitude above. kFloor covers the 6-decimal
-//             storage (each stored value is within 5e-7) when an envelope is (near) zero.
-//   top-1     wherever R's tbt top-2 margin exceeds 2 * (kFactor * E_R + kFloor), ckjit's argmax over
+//   spread    S(s) = llama.cpp's own float-order spread at step s, over the fixture's runs: each
+//             envelope run's |batched - tbt| and each pair of ISA runs' |tbt_A - tbt_B| (another
+//             ISA is another float order too), max over the stored ids; S*(s) = max over s' <= s
+//             (a difference at step s' stays in the KV cache every later step reads). Per step it
+//             is erratic: 0 where llama.cpp's two orders happen to coincide (its batched and
+//             token-by-token prompts run the same kernels for some tensor types), so the running
+//             max and the ISA pairs, not one run's batched gap alone, say what a float order moves.
+//   check     at every step s: D_R(s) <= tol_R(s) = kFactor * min(E_R, S*(s)) + kFloor. ckjit's
+//             distance comes from float orders of the same kind (blocked dot products, batched
+//             prefill GEMM, quantizer rows, fused SwiGLU) and should be of the same size as
+//             llama.cpp's spread, not smaller: a factor of 4 leaves room for where the orders
+//             differ, while a real bug (wrong RoPE, a mis-read block, a wrong norm) sits orders of
+//             magnitude above. kFloor covers the 6-decimal storage (each stored value is within
+//             5e-7) when a spread is (near) zero. Measured on the six fixtures (Zen 5): the worst
+//             step is at 0.81 of its tolerance.
+//   top-1     at every step where R's tbt top-2 margin exceeds 2 * tol_R(s), ckjit's argmax over
 //             the full vocabulary is R's tbt top-1: within the allowed distance no other id could
 //             overtake it.
 // --llama-order (ckjit reproduces llama.cpp's AVX-512 token-by-token orders; ckjit's arithmetic is
@@ -213,6 +221,34 @@ Distance distance(const std::vector<float>& lg, int64_t V, const PeerRun& r) {
   return d;
 }
 
+// |ckjit - R.tbt| at step s, max over R's stored ids (and the id where it is largest).
+std::pair<float, int32_t> step_distance(const std::vector<float>& lg, int64_t V, const PeerRun& r, size_t s) {
+  std::pair<float, int32_t> d{0.0f, 0};
+  for (size_t i = 0; i < r.ids[s].size(); ++i) {
+    const float x = std::fabs(lg[s * size_t(V) + size_t(r.ids[s][i])] - r.tbt[s][i]);
+    if (x > d.first) d = {x, r.ids[s][i]};
+  }
+  return d;
+}
+
+// S*(s): llama.cpp's float-order spread up to step s (the header): envelope runs' batched vs tbt and
+// every pair of runs' tbt at the ids both stored, then the running max over steps.
+std::vector<float> spread_so_far(const Fixture& f) {
+  std::vector<float> sp(f.forced.size(), 0.0f);
+  for (size_t s = 0; s < sp.size(); ++s) {
+    for (const PeerRun& r : f.runs)
+      if (r.envelope()) sp[s] = std::max(sp[s], r.step_envelope(s));
+    for (size_t a = 0; a < f.runs.size(); ++a)
+      for (size_t b = a + 1; b < f.runs.size(); ++b)
+        for (size_t i = 0; i < f.runs[a].ids[s].size(); ++i)
+          for (size_t j = 0; j < f.runs[b].ids[s].size(); ++j)
+            if (f.runs[a].ids[s][i] == f.runs[b].ids[s][j])
+              sp[s] = std::max(sp[s], std::fabs(f.runs[a].tbt[s][i] - f.runs[b].tbt[s][j]));
+    if (s > 0) sp[s] = std::max(sp[s], sp[s - 1]);
+  }
+  return sp;
+}
+
 
 // Tokenization, and ckjit's teacher-forced logits against every envelope run.
 void check_case(const std::string& name) {
@@ -225,43 +261,50 @@ void check_case(const std::string& name) {
 
   const std::vector<float> lg = m.forced_logits(f, "");
   const int64_t V = m.n_vocab;
+  const std::vector<float> spread = spread_so_far(f);
   int envelope_runs = 0;
   for (const PeerRun& r : f.runs) {
-    if (!r.envelope()) {
-      const Distance d = distance(lg, V, r);
-      MESSAGE(name << " [" << r.isa << " run, no envelope]: ckjit default vs tbt (top-" << r.ids[0].size()
-                   << " ids): max |diff| " << fmt(d.max) << " (step " << d.step << "), for information");
-      continue;
-    }
-    ++envelope_runs;
+    // A run without batched logits has no envelope of its own: the spread alone bounds it.
+    envelope_runs += r.envelope();
     size_t e_at = 0;
-    const float E = r.max_envelope(&e_at);
-    const float tol = kFactor * E + kFloor;
-    const Distance d = distance(lg, V, r);
-    float d0 = 0;
-    for (size_t i = 0; i < r.ids[0].size(); ++i) d0 = std::max(d0, std::fabs(lg[size_t(r.ids[0][i])] - r.tbt[0][i]));
-    int clear = 0, agree = 0, peer_agree = 0;
+    const float E = r.envelope() ? r.max_envelope(&e_at) : INFINITY;
+    // Every step against its own tolerance; the worst step (largest share of its tolerance) is reported.
+    float worst_ratio = 0, worst_d = 0, worst_tol = 0, d0 = 0;
+    size_t worst_step = 0;
+    int32_t worst_id = 0;
+    int clear = 0, agree = 0, peer_agree = 0, over = 0;
     std::string flips;
     for (size_t s = 0; s < r.ids.size(); ++s) {
-      peer_agree += r.batched_top1[s] == r.top1(s);
+      const float tol = kFactor * std::min(E, spread[s]) + kFloor;
+      const auto [d, id] = step_distance(lg, V, r, s);
+      if (s == 0) d0 = d;
+      if (d / tol > worst_ratio) worst_ratio = d / tol, worst_d = d, worst_tol = tol, worst_step = s, worst_id = id;
+      over += d > tol;
+      if (r.envelope()) peer_agree += r.batched_top1[s] == r.top1(s);
       if (r.margin(s) <= 2 * tol) continue;
       ++clear;
       const int32_t got = step_top(std::span(lg).subspan(s * size_t(V), size_t(V))).top1;
       if (got == r.top1(s)) ++agree;
       else flips += " step " + std::to_string(s) + ": " + std::to_string(got) + " for " + std::to_string(r.top1(s)) + ";";
     }
-    MESSAGE(name << " [" << r.isa << " run]: envelope (llama.cpp batched vs token-by-token, top-" << r.ids[0].size()
-                 << " ids) max " << fmt(E) << " at step " << e_at << ", full-vocab max |diff| "
-                 << fmt(*std::max_element(r.full_max_abs.begin(), r.full_max_abs.end())) << ", cos min "
-                 << fmt(*std::min_element(r.full_cos.begin(), r.full_cos.end()), 10) << ", llama.cpp top-1 batched=tbt "
-                 << peer_agree << "/" << r.ids.size() << " | ckjit default vs tbt: max |diff| " << fmt(d.max) << " (step "
-                 << d.step << ", id " << d.id << ") = " << fmt(E > 0 ? d.max / E : INFINITY, 3) << " x envelope, allowed "
-                 << fmt(tol) << "; top-1 " << agree << "/" << clear << " where margin > " << fmt(2 * tol)
-                 << " | step 0 (the prompt): envelope " << fmt(r.step_envelope(0)) << ", ckjit " << fmt(d0));
-    CHECK_MESSAGE(d.max <= tol, name << ": ckjit's teacher-forced logits are " << fmt(d.max) << " from llama.cpp's "
-                                     << r.isa << " token-by-token logits (step " << d.step << ", id " << d.id
-                                     << "), more than " << kFactor << " x llama.cpp's own batched/unbatched envelope "
-                                     << fmt(E) << " + " << kFloor);
+    std::ostringstream env;
+    if (r.envelope())
+      env << "envelope (llama.cpp batched vs token-by-token, top-" << r.ids[0].size() << " ids) max " << fmt(E)
+          << " at step " << e_at << ", full-vocab max |diff| " << fmt(*std::max_element(r.full_max_abs.begin(), r.full_max_abs.end()))
+          << ", cos min " << fmt(*std::min_element(r.full_cos.begin(), r.full_cos.end()), 10)
+          << ", llama.cpp top-1 batched=tbt " << peer_agree << "/" << r.ids.size();
+    else
+      env << "no envelope of its own (token-by-token only): the spread bounds it";
+    MESSAGE(name << " [" << r.isa << " run]: " << env.str() << " | ckjit default vs tbt, each step against "
+                 << kFactor << " x min(envelope, spread so far) + " << kFloor << ": worst step " << worst_step << " (id "
+                 << worst_id << ") " << fmt(worst_d) << " of " << fmt(worst_tol) << " allowed (" << fmt(worst_ratio, 3)
+                 << "); top-1 " << agree << "/" << clear << " where the margin is over twice the step's tolerance"
+                 << " | step 0 (the prompt): envelope " << (r.envelope() ? fmt(r.step_envelope(0)) : "-") << ", spread " << fmt(spread[0])
+                 << ", ckjit " << fmt(d0));
+    CHECK_MESSAGE(over == 0, name << ": at " << over << " steps ckjit's teacher-forced logits are further from llama.cpp's "
+                                  << r.isa << " token-by-token logits than that step's tolerance; the worst, step " << worst_step
+                                  << " (id " << worst_id << "): " << fmt(worst_d) << " > " << fmt(worst_tol) << " = " << kFactor
+                                  << " x min(envelope " << fmt(E) << ", spread so far " << fmt(spread[worst_step]) << ") + " << kFloor);
     CHECK_MESSAGE(agree == clear, name << ": ckjit's top-1 differs from llama.cpp's " << r.isa
                                        << " where the margin is clear:" << flips);
   }
