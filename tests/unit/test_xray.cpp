@@ -313,6 +313,42 @@ TEST_CASE("ckjit xray CLI: a verdict line - --json for machines - clear errors f
   CHECK(r.output.find("no index.json") != std::string::npos);
 }
 
+TEST_CASE("xray vs a recorded llama.cpp dump: with --llama-order every checkpoint is llama.cpp's one-token bits and none leaves its envelope") {
+  // tests/fixtures/xray/make_fixture.sh: peer-cli's dumps of this test's model, prompt and greedy
+  // trajectory (AVX-512 llama.cpp; ckjit's bits are the same on every machine), logits left out.
+  const fs::path dump = fs::path(CKJIT_FIXTURES_DIR) / "xray" / "llama-dump";
+  xray::XrayOptions o = text_options();
+  o.reference = "llama";
+  o.run.llama_order = true;
+  o.run.attention = graph::AttentionOrder::llama;
+  o.llama_dump = (dump / "batched").string();
+  o.llama_dump_serial = (dump / "serial").string();
+  const xray::XrayReport r = xray::run_xray(o);
+  int judged = 0;
+  for (const auto& c : r.checkpoints) {
+    CAPTURE(c.name);
+    if (c.name == "embd" || c.name == "logits") CHECK(c.verdict == xray::Verdict::not_compared);  // not in the dump
+    if (c.verdict == xray::Verdict::not_compared) continue;
+    ++judged;
+    CHECK(c.verdict == xray::Verdict::passed);
+    REQUIRE(c.other_distance.has_value());
+    CHECK(c.other_identical);  // llama.cpp's one-token-per-batch run, bit for bit
+    // 9 prompt rows + 3 forced steps; the last layer past its attention holds the 4 output rows
+    // only (llama.cpp computes no more there).
+    CHECK((c.rows == 12 || c.rows == 4));
+  }
+  CHECK(judged == 56);  // 4 layers x 14, embd and logits not compared
+  CHECK(!r.first_failing.has_value());
+  // The default order parts from llama.cpp's where its own order differs (perf/XRAY.md): judged
+  // against the same dump, the first checkpoint past the envelope is named and replayed.
+  o.run.llama_order = false;
+  o.run.attention = graph::AttentionOrder::tiled;
+  const xray::XrayReport d = xray::run_xray(o);
+  REQUIRE(d.first_failing.has_value());
+  MESSAGE("default order against llama.cpp: first failing " << d.checkpoints[*d.first_failing].name << "; replay: " << d.replay.conclusion);
+  CHECK(d.replay.ran);
+}
+
 TEST_CASE("xray vs llama.cpp (peer-cli): every checkpoint is judged against llama.cpp's own envelope") {
   const char* peer = std::getenv("CKJIT_PEER_CLI");
   if (!peer || !*peer || access(peer, X_OK) != 0) CKJIT_SKIP("CKJIT_PEER_CLI (llama.cpp's peer-cli) is not set here");
