@@ -17,7 +17,9 @@
 //             R: E = max over steps and R's top-K ids of |batched_R - tbt_R| (llama.cpp's prompt in
 //             one batch per chunk vs one row per batch, image rows included; the same projector
 //             rows), D = max |ckjit - batched_R|, and D <= kFactor E + kFloor + kUlps ulp(logit);
-//             top-1 equal wherever R's margin exceeds twice that allowance.
+//             and, in llama.cpp's attention order, at every step s D(s) <= kFactor min(E, S*(s)) +
+//             kFloor + kUlps ulp, S* being llama.cpp's float-order spread so far (as in the decoder
+//             test); top-1 equal wherever R's margin exceeds twice the step's allowance.
 // Two findings shape the logits check (measured on the avx2 fixtures):
 //  1. The rule has no vision-side term (both peer runs use the same rows), and these random sharp
 //     models amplify row differences enormously: mtmd's rows with 1e-4 relative noise (cosine
@@ -305,18 +307,55 @@ Distance distance(const std::vector<float>& lg, int64_t V, const PeerRun& r, con
 // only by the loose kOwnRowsMax bound.
 enum class Judge { rule, rule_where_envelope, loose };
 
-// ckjit's teacher-forced logits lg against run r.
+// llama.cpp's float-order spread up to each step (test_decoder_parity.cpp's S*): every run's
+// batched vs token-by-token and every pair of runs' token-by-token logits at the ids both stored,
+// then the running max over steps.
+std::vector<float> spread_so_far(const Fixture& f) {
+  std::vector<float> sp(f.forced.size(), 0.0f);
+  for (size_t s = 0; s < sp.size(); ++s) {
+    for (const PeerRun& r : f.runs)
+      for (size_t i = 0; i < r.ids[s].size(); ++i) sp[s] = std::max(sp[s], std::fabs(r.batched[s][i] - r.tbt[s][i]));
+    for (size_t a = 0; a < f.runs.size(); ++a)
+      for (size_t b = a + 1; b < f.runs.size(); ++b)
+        for (size_t i = 0; i < f.runs[a].ids[s].size(); ++i)
+          for (size_t j = 0; j < f.runs[b].ids[s].size(); ++j)
+            if (f.runs[a].ids[s][i] == f.runs[b].ids[s][j])
+              sp[s] = std::max(sp[s], std::fabs(f.runs[a].tbt[s][i] - f.runs[b].tbt[s][j]));
+    if (s > 0) sp[s] = std::max(sp[s], sp[s - 1]);
+  }
+  return sp;
+}
+
+// ckjit's teacher-forced logits lg against run r. The rule holds at every step against that step's
+// tolerance, kFactor x min(E, spread so far) + kFloor (+ kUlps ulp of each logit), as in
+// test_decoder_parity.cpp; the top-1 check uses the same per-step tolerance.
 void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& lg, int64_t V, const std::string& what,
                   Judge how) {
   size_t e_at = 0;
   const float E = r.envelope(&e_at);
   const bool judged = how == Judge::rule || (how == Judge::rule_where_envelope && E >= kMinJudgedEnvelope);
+  // Per step where ckjit runs llama.cpp's attention order; the tiled attention (f32 tiles, online
+  // softmax) is another order by design, 4.8x llama.cpp's envelope at L0.attn_out alone
+  // (perf/XRAY.md), so it may exceed a step where llama.cpp's two orders happen to coincide (measured:
+  // s3-tall step 2 at 1.117 > 1.030, s3-resize and s3-big-max16 at step 0): the trajectory rule there.
+  const bool per_step = how == Judge::rule;
+  const std::vector<float> spread = spread_so_far(f);
   const float tol = kFactor * E + kFloor;
   const Distance d = distance(lg, V, r, r.batched), dt = distance(lg, V, r, r.tbt);
-  int clear = 0, agree = 0;
+  int clear = 0, agree = 0, over_steps = 0;
+  float worst = -INFINITY, worst_tol = 0;
+  size_t worst_step = 0;
   std::string flips;
   for (size_t s = 0; s < r.ids.size(); ++s) {
-    if (r.margin(s) <= 2 * (tol + kUlps * ulp(r.tbt[s][0]))) continue;
+    const float tol_s = per_step ? kFactor * std::min(E, spread[s]) + kFloor : tol;
+    float over = -INFINITY;  // max over the ids of |ckjit - batched| - kUlps ulp - tol_s
+    for (size_t i = 0; i < r.ids[s].size(); ++i) {
+      const float x = std::fabs(lg[s * size_t(V) + size_t(r.ids[s][i])] - r.batched[s][i]);
+      over = std::max(over, std::isnan(x) ? INFINITY : x - kUlps * ulp(r.batched[s][i]) - tol_s);
+    }
+    over_steps += over > 0;
+    if (over > worst) worst = over, worst_tol = tol_s, worst_step = s;
+    if (r.margin(s) <= 2 * (tol_s + kUlps * ulp(r.tbt[s][0]))) continue;
     ++clear;
     const int32_t got = step_top(std::span(lg).subspan(s * size_t(V), size_t(V))).top1;
     if (got == r.ids[s][0]) ++agree;
@@ -326,7 +365,8 @@ void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& 
   MESSAGE(f.name << " [" << r.isa << " run] " << what << ": envelope E (llama.cpp batched vs -b 1 -ub 1, top-"
                  << r.ids[0].size() << " ids) " << fmt(E) << " at step " << e_at << " | ckjit vs batched: D "
                  << fmt(d.max) << " (step " << d.step << ", id " << d.id << ") = " << fmt(ratio, 3) << " x E; "
-                 << (judged ? "rule: D - " + fmt(kUlps) + " ulp = " + fmt(d.over) + " <= " + fmt(tol)
+                 << (judged ? "rule: D - " + fmt(kUlps) + " ulp = " + fmt(d.over) + " <= " + fmt(tol) + "; per step, the closest: step " +
+                                  std::to_string(worst_step) + " at " + fmt(worst) + " from its tolerance " + fmt(worst_tol)
                             : std::string(how == Judge::loose ? "not judged by the rule (own rows)"
                                                               : "envelope below " + fmt(kMinJudgedEnvelope) + ": not judged by the rule") +
                                   ", bound " + fmt(kOwnRowsMax))
@@ -337,6 +377,11 @@ void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& 
                                         << " from llama.cpp's " << r.isa << " batched logits (step " << d.step << ", id "
                                         << d.id << "), more than " << kFactor << " x llama.cpp's envelope " << fmt(E)
                                         << " + " << kFloor << " + " << kUlps << " ulp");
+    if (per_step)
+      CHECK_MESSAGE(over_steps == 0, f.name << " " << what << ": at " << over_steps << " steps ckjit's logits are further from llama.cpp's "
+                                          << r.isa << " batched logits than that step's tolerance (kFactor x min(E, spread so far) + "
+                                          << kFloor << " + " << kUlps << " ulp); the worst, step " << worst_step << ", by "
+                                          << fmt(worst) << " over " << fmt(worst_tol));
     CHECK_MESSAGE(agree == clear, f.name << " " << what << ": top-1 differs where the margin is clear:" << flips);
   } else {
     CHECK_MESSAGE(d.max <= kOwnRowsMax, f.name << " " << what << ": ckjit's teacher-forced logits are " << fmt(d.max)
