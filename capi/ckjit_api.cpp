@@ -80,7 +80,12 @@ extern "C" {
 const char* ckjit_version(void) { return "0.3.3"; }
 
 const char* ckjit_status_name(ckjit_status s) {
-  switch (s) {
+  // A C caller may pass any int; in C++ a value outside the enumerators' range is undefined once
+  // loaded as the enum (clang's UBSan -fsanitize=enum says so): read the bits as an int.
+  int v = 0;
+  static_assert(sizeof(ckjit_status) == sizeof(int));
+  std::memcpy(&v, &s, sizeof v);
+  switch (v) {
     case CKJIT_OK: return "ok";
     case CKJIT_ERR_INVALID_ARGUMENT: return "invalid argument";
     case CKJIT_ERR_BAD_HANDLE: return "bad handle";

@@ -20,35 +20,9 @@
 namespace ckjit::graph {
 namespace {
 
-using jit::Epilogue;
-using jit::KernelSpec;
+using jit::MatmulImpl;
 using jit::Op;
-
-// Fixed register blocks (used where the planner gave none): GEMM 4 rows x 3 panels, GEMV 1 row x
-// 4 panels; SwiGLU needs an even nr. The ymm paths have 16 registers (jit::register_block_problem):
-// AVX2 GEMM/SwiGLU take 2 x 2, AVX-VNNI 4 x 2. AMX works on 16-row tiles and has no GEMV.
-KernelSpec spec_for(TensorType w, TensorType a, jit::IsaPath isa, int64_t k, Op op, Epilogue ep) {
-  KernelSpec s;
-  s.op = op;
-  s.wtype = w;
-  s.atype = a;
-  s.isa = isa;
-  s.k = k;
-  s.epilogue = ep;
-  const bool single = op == Op::Gemv;
-  s.mr = single ? 1 : 4;
-  s.nr = op == Op::SwiGLU ? 2 : (single ? 4 : 3);
-  if (jit::is_ymm_path(isa) && !single) {
-    s.mr = isa == jit::IsaPath::AvxVnni ? 4 : 2;
-    s.nr = 2;
-  }
-  if (isa == jit::IsaPath::Amx && !single) {  // a 16-row tile for one row: GEMV declines to the next path
-    s.mr = 16;
-    s.nr = 2;
-  }
-  if (op == Op::Gemv) s.m_max = 1;
-  return s;
-}
+using jit::RowClass;
 
 // Work split of an m x n matmul into tiles: rows in chunks of up to 64, columns in chunks of
 // whole panel groups, about 4 tiles per worker so uneven workers balance.
@@ -98,12 +72,12 @@ int64_t act_row_bytes(TensorType act, int64_t k) {
 }
 
 Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
-    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_order_(setup.llama_decode_order),
-      llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order), silu_(setup.isa), name_(t.name) {
+    : n_(t.ne[1]), k_(t.ne[0]), wtype_(t.type.type), llama_prefill_(setup.llama_decode_order && setup.llama_prefill_order),
+      silu_(setup.isa), name_(t.name) {
   setup_kernels(t, setup);
   const std::string wt = tensor_type_info(wtype_).name, at = tensor_type_info(atype_).name;
-  desc_ = OpDesc{n_, k_, wt, at, kernel_name(kFewRows + 1), kernel_name(1)};
-  if (kernel_name(2) != desc_.kernel_rows) desc_.set_few_rows(kFewRows, kernel_name(2));
+  desc_ = OpDesc{n_, k_, wt, at, kernel_name(jit::kFewRows + 1), kernel_name(1)};
+  if (kernel_name(2) != desc_.kernel_rows) desc_.set_few_rows(jit::kFewRows, kernel_name(2));
   const std::string q = atype_ == TensorType::Q8_0 ? "quantize_row_q8_0 (AVX2)"
                                                    : std::string("quantize_row_q8_K (") + q8k_->name + ")";
   prepare_desc_ = OpDesc{0, k_, "", "f32 -> " + at, q, q};
@@ -117,175 +91,135 @@ void Linear::setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup) 
   llama_dot_ = traits->llama_dot;
   raw_ = t.data;
   raw_row_bytes_ = int64_t(t.row_bytes());
-  const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
   const auto& dots = jit::pick(kDecodeDots, jit::HandOp::decode_dots, setup.isa);
   const auto& q8k = jit::pick(kQuantizeQ8K, jit::HandOp::q8k_quantize, setup.isa);
   dots_ = dots.fns, dots_isa_ = dots.isa;
   q8k_ = q8k.fns, q8k_isa_ = q8k.isa;
   test_fault_ = jit::test_fault_requested(name_);
-  if (!setup.allow_jit) return;
-  exact_all_ = setup.rows_mostly_one && exact_decode_dot();
-  if (exact_all_) return;
   // One packed layout for every op: the panel width of the best path; the paths that share it are
   // the candidates of each op, best first.
+  const std::vector<jit::IsaPath> order = jit::isa_paths(setup.isa);
   const int panel = jit::panel_cols(order.front());
   std::vector<jit::IsaPath> paths;
   for (jit::IsaPath p : order)
     if (jit::panel_cols(p) == panel) paths.push_back(p);
-  const int64_t rows = std::max<int64_t>(1, setup.plan_rows);
-  LinearPlanner* lp = setup.planner;
-  gemm_ = choose(Op::Gemm, OpShape{OpKind::gemm, wtype_, rows, n_, k_}, true, paths, exact_rows(rows) ? nullptr : lp);
-  gemv_ = choose(Op::Gemv, OpShape{OpKind::gemv, wtype_, 1, n_, k_}, true, paths, exact_rows(1) ? nullptr : lp);
-  gemm_few_ = few_rows_kernels(Op::Gemm, paths, true);
-  if (!gemm_ || !gemv_)
+  gemm_ = choose(Op::Gemm, RowClass::many, setup, paths, true);
+  gemv_ = choose(Op::Gemm, RowClass::one, setup, paths, true);
+  gemm_few_ = choose(Op::Gemm, RowClass::few, setup, paths, true);
+  if (!gemm_few_.c) gemm_few_ = gemm_;
+  if (!gemm_.c || !gemv_.c)
     throw Error(name_ + ": no JIT kernel for " + tensor_type_info(wtype_).name + " weights on " +
                 jit::isa_name(paths.front()) + " (use --no-jit for the scalar reference)");
   if (setup.plan_swiglu) {
-    // Plans only for the fused ops that will run (llama.cpp's swiglu replaces them in its orders).
-    const bool llama_swiglu = llama_prefill_;
-    swiglu_m_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, rows, n_, k_}, false, paths,
-                       llama_prefill_ && llama_swiglu ? nullptr : lp);
-    swiglu_1_ = choose(Op::SwiGLU, OpShape{OpKind::gate_up_swiglu, wtype_, 1, n_, k_}, false, paths,
-                       llama_swiglu ? nullptr : lp);
-    swiglu_few_ = few_rows_kernels(Op::SwiGLU, paths, false);
+    swiglu_m_ = choose(Op::SwiGLU, RowClass::many, setup, paths, false);
+    swiglu_1_ = choose(Op::SwiGLU, RowClass::one, setup, paths, false);
+    swiglu_few_ = choose(Op::SwiGLU, RowClass::few, setup, paths, false);
+    if (!swiglu_few_.c) swiglu_few_ = swiglu_m_;
   }
+  const bool jit_runs = gemm_.runs(MatmulImpl::jit) || gemv_.runs(MatmulImpl::jit) || gemm_few_.runs(MatmulImpl::jit) ||
+                        swiglu_m_.runs(MatmulImpl::jit);
+  if (!jit_runs) return;  // the GGUF rows serve (vec_dot, reference): no packed copy
   const jit::WeightKernels* kernels = jit::weight_kernels(wtype_);
   if (!kernels) throw Error(name_ + ": no repack for " + std::string(tensor_type_info(wtype_).name));
   packed_ = std::make_unique<jit::PackedWeights>(kernels->repack(t.data, n_, k_, panel, setup.repack_threads));
-  // The GGUF rows are read again only by the exact and reference paths; otherwise the packed copy
-  // is the only one kept in memory.
-  if (!exact_decode_dot() && !uses_reference()) gguf::release_pages(t);
+  // The GGUF rows are read again only by the vec_dot and reference paths; otherwise the packed
+  // copy is the only one kept in memory.
+  if (!gemv_.runs(MatmulImpl::llama_vec_dot) && !uses_reference()) gguf::release_pages(t);
 }
 
-// Weight blocks the one-row (decode) kernels prefetch ahead (AVX-512 frame; the others ignore it):
-// the decode reads every weight once from DRAM. 2b decode on Sapphire Rapids, 2 threads: Gate-Up
-// 23.1 -> 24.4 GB/s at 4 (2 and 8 less); the sums are unchanged.
-constexpr int kDecodePrefetchBlocks = 4;
-// ... and for a few rows (decode steps of several sequences): each weight is still read once from
-// DRAM, now behind more work per block. 2b, 8 sequences, 2 threads, KVM guest (Xeon with AMX):
-// 33-36 -> 39-42 tok/s at 8 (4 about half way; 16 and 32 less); the blocks mattered less (mr 4, 6
-// or 8 within noise).
-constexpr int kFewRowsPrefetchBlocks = 8;
-
-// Fixed AVX-512 blocks with prefetch for 2..kFewRows rows, where the planned prefill kernel (made for
-// a chunk, without prefetch) would read the weights from DRAM with no lead. Empty where AVX-512 is
-// not among the paths (the planned kernel serves).
-Linear::OpKernels Linear::few_rows_kernels(Op op, const std::vector<jit::IsaPath>& paths, bool need_residual) const {
-  const jit::IsaPath path = jit::IsaPath::Avx512;
-  if (std::find(paths.begin(), paths.end(), path) == paths.end()) return {};
-  KernelSpec s = spec_for(wtype_, atype_, path, k_, op, op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store);
-  s.pf = kFewRowsPrefetchBlocks;
-  try {
-    return generated(s, need_residual);
-  } catch (const Error&) {
-    return {};
-  }
+jit::MatmulDesc Linear::desc(Op op, RowClass rows, const LinearSetup& setup) const {
+  jit::MatmulDesc d;
+  d.op = op;
+  d.wtype = wtype_;
+  d.atype = atype_;
+  d.k = k_;
+  d.rows = rows;
+  d.plan_rows = std::max<int64_t>(1, setup.plan_rows);
+  d.order = !setup.llama_decode_order ? jit::FloatOrder::own
+            : llama_prefill_          ? jit::FloatOrder::llama_exact
+                                      : jit::FloatOrder::llama_decode;
+  d.allow_jit = setup.allow_jit;
+  d.rows_mostly_one = setup.rows_mostly_one && setup.allow_jit;  // --no-jit: the reference wherever decode is not
+  return d;
 }
 
-// The kernels of `spec` from the code cache: its store (or SwiGLU) epilogue and, when asked, the
-// residual-add one. Throws where the emitter rejects the spec.
-Linear::OpKernels Linear::generated(KernelSpec spec, bool need_residual) {
-  OpKernels out;
-  out.store = &jit::global_code_cache().get(spec);
-  if (need_residual) {
-    spec.epilogue = Epilogue::ResidualAdd;
-    out.residual = &jit::global_code_cache().get(spec);
-  }
-  return out;
-}
-
-// The first path of `paths` that serves `op`: the planner's blocks when its plan is for that path
-// (and generates), else the fixed blocks; a path whose emitter rejects the spec declines.
-Linear::OpKernels Linear::choose(Op op, const OpShape& shape, bool need_residual,
-                                 const std::vector<jit::IsaPath>& paths, LinearPlanner* lp) const {
-  const Epilogue store_ep = op == Op::SwiGLU ? Epilogue::SwiGLU : Epilogue::Store;
+// The primitive's answer for one row class. The planner is asked only where generated kernels
+// will run: not for rows in llama.cpp's vec_dot order or the reference, and not for the fused
+// SwiGLU under --llama-order (llama.cpp's swiglu replaces it there), nor for few rows (fixed
+// prefetching blocks).
+Linear::Chosen Linear::choose(Op op, RowClass rows, const LinearSetup& setup, const std::vector<jit::IsaPath>& paths,
+                              bool need_residual) const {
+  jit::MatmulDesc d = desc(op, rows, setup);
+  d.paths = paths;
+  d.need_residual = need_residual;
+  const int64_t m = rows == RowClass::one ? 1 : d.plan_rows;
+  const OpShape shape{op == Op::SwiGLU ? OpKind::gate_up_swiglu : m == 1 ? OpKind::gemv : OpKind::gemm, wtype_, m, n_, k_};
+  const bool jit_only = !jit::llama_vec_dot_rows(d) && d.allow_jit &&
+                        !(d.order == jit::FloatOrder::llama_exact && (wtype_ == TensorType::Q5_K || op == Op::SwiGLU));
   std::optional<planner::Plan> plan;
-  if (lp) {
+  LinearPlanner* lp = setup.planner;
+  if (lp && jit_only && rows != RowClass::few) {
     try {
       plan = lp->plan(shape);
     } catch (const Error& e) {
       lp->note_fallback(shape, e.what());
     }
   }
-  // A plan names its path (the planner picks AVX-512 over AMX unless a tuned AMX tiling says
-  // otherwise): the paths before it are passed over rather than run with fixed blocks.
-  std::optional<KernelSpec> planned;
   if (plan) {
     try {
-      planned = planner::jit_spec_for(*plan);
-      planned->nc = 0;  // a hint only: one kernel serves every nc
-      if (op == Op::Gemv) planned->m_max = 1;
+      d.planned = planner::jit_spec_for(*plan);
     } catch (const Error& e) {
       lp->note_fallback(shape, e.what());
     }
   }
-  const bool planned_here = planned && std::find(paths.begin(), paths.end(), planned->isa) != paths.end();
-  for (jit::IsaPath path : paths) {
-    if (path == jit::IsaPath::Amx && !jit::amx_serves_rows(shape.m)) continue;  // fewer rows than a tile: AVX-512, as planned
-    if (planned_here && path != planned->isa) continue;
-    OpKernels out;
-    if (planned && planned->isa == path) {
-      try {
-        KernelSpec spec = *planned;
-        if (shape.m == 1) spec.pf = kDecodePrefetchBlocks;
-        out = generated(spec, need_residual);
-        out.planned = true;
-        out.tiling = plan->tiling;
-        out.plan_rows = shape.m;
-        return out;
-      } catch (const Error& e) {
-        lp->note_fallback(shape, e.what());
-      }
-    }
-    try {
-      KernelSpec fixed = spec_for(wtype_, atype_, path, k_, op, store_ep);
-      if (shape.m == 1) fixed.pf = kDecodePrefetchBlocks;
-      out = generated(fixed, need_residual);
-      if (plan && lp) lp->note_fallback(shape, std::string("plan is for another path; ") + jit::isa_name(path) + " uses fixed blocks");
-      return out;
-    } catch (const Error&) {
-      // This path cannot serve the op (e.g. AMX has no GEMV): the next one is tried.
-    }
-  }
-  return OpKernels{};
+  Chosen out;
+  out.c = jit::choose_matmul(d);
+  if (lp)
+    for (const std::string& why : out.c.fallbacks) lp->note_fallback(shape, why);
+  if (out.c.planned) out.tiling = plan->tiling, out.plan_rows = m;
+  return out;
 }
 
 int64_t Linear::act_row_bytes() const { return graph::act_row_bytes(atype_, k_); }
 
 bool Linear::uses_reference() const {
-  return (!packed_ && !exact_all_) || (wtype_ == TensorType::Q5_K && llama_prefill_);
+  return gemm_.runs(MatmulImpl::reference) || gemv_.runs(MatmulImpl::reference) || gemm_few_.runs(MatmulImpl::reference);
 }
 
 std::string Linear::describe() const {
   std::string s = std::string(tensor_type_info(wtype_).name) + " x " + tensor_type_info(atype_).name + " [" +
                   std::to_string(k_) + " -> " + std::to_string(n_) + "]: ";
   const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
-  if (exact_all_)
-    return s + "every row in llama.cpp's " + dot + " order (" +
-           dot_copy() + "; not repacked)";
-  if (!packed_) return s + "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)";
-  if (uses_reference()) return s + "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)";
-  auto path = [](const OpKernels& k) { return std::string(jit::isa_name(k.store->spec().isa)); };
-  std::string out = exact_rows(2) ? s + "prefill rows in llama.cpp's " + dot + " order"
-                                  : s + "jit gemm " + path(gemm_) + " " + gemm_.store->spec().to_string();
-  if (exact_decode_dot())
+  const bool decode_dot = gemv_.runs(MatmulImpl::llama_vec_dot);
+  if (decode_dot && gemm_.runs(MatmulImpl::llama_vec_dot) && !packed_)
+    return s + "every row in llama.cpp's " + dot + " order (" + dot_copy() + "; not repacked)";
+  if (gemm_.runs(MatmulImpl::reference))
+    return s + (wtype_ == TensorType::Q5_K && llama_prefill_ ? "scalar reference in llama.cpp's vec_dot_q5_K_q8_K order (--llama-order)"
+                                                             : "scalar reference (--no-jit; llama.cpp's vec_dot / repacked-gemv orders)");
+  auto path = [](const Chosen& k) { return std::string(jit::isa_name(k.c.store->spec().isa)); };
+  std::string out = gemm_.runs(MatmulImpl::llama_vec_dot) ? s + "prefill rows in llama.cpp's " + dot + " order"
+                                                          : s + "jit gemm " + path(gemm_) + " " + gemm_.c.store->spec().to_string();
+  if (decode_dot)
     out += std::string("; decode: ") + dot_copy() + (wtype_ == TensorType::Q6_K && dots_->q6k_x2 ? " in " : " ") + dot + " order";
   else
-    out += "; gemv " + path(gemv_) + " " + gemv_.store->spec().to_string();
-  if (swiglu_m_) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.store->spec().to_string();
-  if (swiglu_few_) out += "; swiglu of 2-" + std::to_string(kFewRows) + " rows " + swiglu_few_.store->spec().to_string();
-  if (gemm_few_) out += "; " + std::string(exact_decode_dot() ? "prefill of " : "") + "2-" + std::to_string(kFewRows) + " rows " + gemm_few_.store->spec().to_string();
+    out += "; gemv " + path(gemv_) + " " + gemv_.c.store->spec().to_string();
+  const std::string few = "2-" + std::to_string(jit::kFewRows) + " rows ";
+  if (swiglu_m_.runs(MatmulImpl::jit)) out += "; swiglu " + path(swiglu_m_) + " " + swiglu_m_.c.store->spec().to_string();
+  if (swiglu_1_.runs(MatmulImpl::jit) && swiglu_1_.c.store != swiglu_m_.c.store)
+    out += "; swiglu of 1 row " + swiglu_1_.c.store->spec().to_string();
+  if (swiglu_few_.runs(MatmulImpl::jit) && swiglu_few_.c.store != swiglu_m_.c.store)
+    out += "; swiglu of " + few + swiglu_few_.c.store->spec().to_string();
+  if (gemm_few_.runs(MatmulImpl::jit) && gemm_few_.c.store != gemm_.c.store)
+    out += "; " + std::string(decode_dot ? "prefill of " : "") + few + gemm_few_.c.store->spec().to_string();
   return out;
 }
 
 std::string Linear::kernel_name(int64_t m) const {
-  // The same tests in the same order as matmul().
+  const Chosen& k = gemm_for(m);
   const char* dot = wtype_ == TensorType::Q6_K ? "vec_dot_q6_K_q8_K" : "vec_dot_q8_0_q8_0";
-  if (exact_rows(m))
-    return std::string("llama.cpp ") + dot + " order (" + dot_copy() + ")";
-  if (uses_reference()) return "scalar reference";
-  const OpKernels& k = gemm_for(m);
-  return std::string(m == 1 ? "jit gemv " : "jit gemm ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
+  if (k.runs(MatmulImpl::llama_vec_dot)) return std::string("llama.cpp ") + dot + " order (" + dot_copy() + ")";
+  if (k.runs(MatmulImpl::reference)) return "scalar reference";
+  return std::string(m == 1 ? "jit gemv " : "jit gemm ") + jit::isa_name(k.c.store->spec().isa) + " " + k.c.store->spec().to_string();
 }
 
 OpDesc Linear::swiglu_desc(const Linear& gate, const Linear& up) {
@@ -294,14 +228,14 @@ OpDesc Linear::swiglu_desc(const Linear& gate, const Linear& up) {
   auto two = [&](int64_t m, const char* silu) {
     return "gate " + gate.kernel_name(m) + "; up " + up.kernel_name(m) + "; " + silu;
   };
-  auto fused = [](const OpKernels& k) {
-    return std::string("jit swiglu ") + jit::isa_name(k.store->spec().isa) + " " + k.store->spec().to_string();
+  auto fused = [](const Chosen& k) {
+    return std::string("jit swiglu ") + jit::isa_name(k.c.store->spec().isa) + " " + k.c.store->spec().to_string();
   };
   const bool llama = llama_swiglu_decode(gate, up);
   d.kernel_row = llama ? two(1, "llama.cpp swiglu") : !fused_swiglu(gate, up) ? two(1, "silu_mul") : fused(gate.swiglu_1_);
   auto rows = [&](int64_t m) { return unfused_prefill(gate, up) ? two(m, llama ? "llama.cpp swiglu" : "silu_mul") : fused(gate.swiglu_for(m)); };
-  d.kernel_rows = rows(kFewRows + 1);
-  if (rows(2) != d.kernel_rows) d.set_few_rows(kFewRows, rows(2));
+  d.kernel_rows = rows(jit::kFewRows + 1);
+  if (rows(2) != d.kernel_rows) d.set_few_rows(jit::kFewRows, rows(2));
   return d;
 }
 
@@ -328,14 +262,6 @@ void Linear::reference_matmul(Workers& pool, const void* xq, int64_t m, float* y
 }
 
 std::string Linear::dot_copy() const { return wtype_ == TensorType::Q6_K ? dots_->q6k_name : dots_->q80_name; }
-
-bool Linear::exact_decode_dot() const {
-  return llama_order_ && (wtype_ == TensorType::Q6_K || wtype_ == TensorType::Q8_0);
-}
-
-bool Linear::exact_rows(int64_t m, Rows rows) const {
-  return exact_decode_dot() && (m == 1 || rows == Rows::decode || llama_prefill_ || exact_all_);
-}
 
 void Linear::exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const {
   // Tasks over column ranges; each weight row (or pair) is read once for all m activation rows.
@@ -384,12 +310,12 @@ void Linear::prepare(Workers& pool, const float* x, int64_t ldx, int64_t m, void
   quantize_activations(pool, atype_, x, ldx, m, k_, xq, *q8k_);
 }
 
-void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
-  const jit::JitKernel* k = residual ? ks.residual : ks.store;
+void Linear::run_jit(Workers& pool, const Chosen& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const {
+  const jit::JitKernel* k = residual ? ks.c.residual : ks.c.store;
   // A plan cuts the output for the rows it was made for (a prefill chunk): far fewer rows (a
   // short prompt, a multi-sequence decode step) could leave one row strip to one worker, so they
   // take the even grid instead. The tiling never changes a result.
-  if (ks.planned && 4 * m >= ks.plan_rows) {
+  if (ks.c.planned && 4 * m >= ks.plan_rows) {
     run_planned(pool, ks.tiling, m, n_, [&](const jit::Tile& t) { jit::run_tile(*k, op, t); });
   } else {
     const int64_t align = int64_t(packed_->panel) * k->spec().nr;
@@ -405,8 +331,9 @@ void Linear::run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperan
 
 void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual, Rows rows) const {
   if (m <= 0) return;
-  if (exact_rows(m, rows)) return exact_gemv(pool, xq, m, y, ldy, residual);
-  if (uses_reference()) return reference_matmul(pool, xq, m, y, ldy, residual);
+  if (vec_dot_rows(m, rows)) return exact_gemv(pool, xq, m, y, ldy, residual);
+  const Chosen& c = gemm_for(m);
+  if (c.runs(MatmulImpl::reference)) return reference_matmul(pool, xq, m, y, ldy, residual);
   jit::MatmulOperands op;
   op.w = packed_.get();
   op.x = xq;
@@ -415,7 +342,7 @@ void Linear::matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t 
   op.ldy = ldy * 4;
   op.r = residual;
   op.ldr = ldy * 4;
-  run_jit(pool, gemm_for(m), op, m, residual != nullptr);
+  run_jit(pool, c, op, m, residual != nullptr);
 }
 
 bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
@@ -423,7 +350,8 @@ bool Linear::llama_swiglu_decode(const Linear& gate, const Linear& up) {
 }
 
 bool Linear::fused_swiglu(const Linear& gate, const Linear& up) {
-  return gate.packed_ && up.packed_ && gate.swiglu_m_ && gate.swiglu_1_ && !gate.uses_reference() &&
+  return gate.packed_ && up.packed_ && gate.swiglu_m_.runs(MatmulImpl::jit) && gate.swiglu_1_.runs(MatmulImpl::jit) &&
+         !gate.uses_reference() &&
          gate.wtype_ == up.wtype_ && up.packed_->panel == gate.packed_->panel && gate.n_ == up.n_ && gate.k_ == up.k_;
 }
 

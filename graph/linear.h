@@ -1,13 +1,12 @@
 #pragma once
 // A weight matrix of the decoder and the way it is multiplied. At load the weight is repacked once
-// (losslessly) into the panel layout of the JIT kernels, and each kernel it needs — GEMM (M > 1),
-// GEMV (M = 1), each with a store or residual-add epilogue, the fused Gate-Up SwiGLU — is taken
-// from the first ISA path of the ordered list amx, avx512, avxvnni, avx2 that this process may run
-// (LinearSetup::isa, from jit::runtime_isa()), shares the packed layout, and accepts the spec; a
-// path that cannot serve a shape (AMX has no GEMV) declines and the next is tried. Every JIT path
-// has the float order of the scalar twins, so the choice never changes a result. Where llama.cpp's
-// decode order differs (Q6_K, Q8_0 rows: ggml_vec_dot_*), decode uses exact copies of it (two rows
-// per zmm, AVX2 or portable: bit-identical). The scalar reference runs only when JIT is off (--no-jit).
+// (losslessly) into the panel layout of the JIT kernels, and for each class of row counts (one
+// row, 2..16, more) the matmul primitive (jit/matmul_primitive.h) says what runs: llama.cpp's
+// vec_dot order for Q6_K / Q8_0 rows where the float order asks for it, the scalar reference, or
+// the generated kernels of the first ISA path of the load's target that serves the op. Linear asks
+// the planner for its plans, runs what the primitive chose and names it in the reports; it
+// chooses nothing itself. Every JIT path has the float order of the scalar twins, so the choice
+// never changes a result.
 // The linear prepares its own input: prepare() quantizes float rows to its activation type.
 #include <cstdint>
 #include <memory>
@@ -18,6 +17,7 @@
 #include "topology/workers.h"
 #include "jit/code_cache.h"
 #include "jit/hand_kernels.h"
+#include "jit/matmul_primitive.h"
 #include "jit/packed_weights.h"
 #include "runtime/op_profile.h"
 #include "runtime/gguf/gguf_reader.h"
@@ -62,7 +62,7 @@ struct LinearSetup {
   bool llama_prefill_order = false;
   int repack_threads = 1;
   // Register blocks, tile sizes and task split come from this planner's plans (prefill GEMM at
-  // M = plan_rows, decode GEMV at M = 1, fused SwiGLU); nullptr: the fixed blocks of spec_for.
+  // M = plan_rows, decode GEMV at M = 1, fused SwiGLU); nullptr: the primitive's fixed blocks.
   LinearPlanner* planner = nullptr;
   int64_t plan_rows = 512;
   bool plan_swiglu = false;  // this weight is a Gate-Up pair's gate: also plan the fused SwiGLU
@@ -122,40 +122,36 @@ class Linear {
   static bool unfused_prefill(const Linear& gate, const Linear& up);
 
  private:
-  // One op's kernels (store and residual-add epilogues, or the SwiGLU one), the path they were
-  // taken from, and the plan's tiling when the planner chose their blocks.
-  struct OpKernels {
-    const jit::JitKernel *store = nullptr, *residual = nullptr;
-    bool planned = false;
+  // One row class's answer of the matmul primitive (jit/matmul_primitive.h) and, when it runs the
+  // plan's blocks, the plan's tiling and the M the plan was made for.
+  struct Chosen {
+    jit::MatmulChoice c;
     Tiling tiling;
-    int64_t plan_rows = 0;  // the M the plan was made for
-    explicit operator bool() const { return store != nullptr; }
+    int64_t plan_rows = 0;
+    bool runs(jit::MatmulImpl i) const { return c.impl == i; }
   };
-  OpKernels choose(jit::Op op, const OpShape& shape, bool need_residual, const std::vector<jit::IsaPath>& paths,
-                   LinearPlanner* planner) const;
-  OpKernels few_rows_kernels(jit::Op op, const std::vector<jit::IsaPath>& paths, bool need_residual) const;
-  static OpKernels generated(jit::KernelSpec spec, bool need_residual);
-  static constexpr int64_t kFewRows = 16;
-  // The one place that picks the kernels of m rows (matmul, swiglu and their names in reports).
-  const OpKernels& gemm_for(int64_t m) const { return m == 1 ? gemv_ : m <= kFewRows && gemm_few_ ? gemm_few_ : gemm_; }
-  const OpKernels& swiglu_for(int64_t m) const {
-    return m == 1 ? swiglu_1_ : m <= kFewRows && swiglu_few_ ? swiglu_few_ : swiglu_m_;
-  }
+  Chosen choose(jit::Op op, jit::RowClass rows, const LinearSetup& setup, const std::vector<jit::IsaPath>& paths,
+                bool need_residual) const;
+  jit::MatmulDesc desc(jit::Op op, jit::RowClass rows, const LinearSetup& setup) const;
+  // What m rows run: the one place matmul(), swiglu() and the reports read.
+  const Chosen& gemm_for(int64_t m) const { return m == 1 ? gemv_ : m <= jit::kFewRows ? gemm_few_ : gemm_; }
+  const Chosen& swiglu_for(int64_t m) const { return m == 1 ? swiglu_1_ : m <= jit::kFewRows ? swiglu_few_ : swiglu_m_; }
   void setup_kernels(const gguf::TensorInfo& t, const LinearSetup& setup);
   std::string kernel_name(int64_t m) const;  // the kernel matmul() runs for m rows
-  bool exact_decode_dot() const;  // Q6_K / Q8_0 decode in llama.cpp's vec_dot order
-  std::string dot_copy() const;   // the copy of that order (describe())
-  bool exact_rows(int64_t m, Rows rows = Rows::batch) const;
+  std::string dot_copy() const;   // the copy of llama.cpp's vec_dot order (its name)
+  // Whether these rows run llama.cpp's vec_dot order: as their row class chose, and decode rows
+  // of several sequences as one row does.
+  bool vec_dot_rows(int64_t m, Rows rows = Rows::batch) const {
+    return (rows == Rows::decode ? gemv_ : gemm_for(m)).runs(jit::MatmulImpl::llama_vec_dot);
+  }
   void exact_gemv(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   void reference_matmul(Workers& pool, const void* xq, int64_t m, float* y, int64_t ldy, const float* residual) const;
   float reference_dot(int64_t row, const void* xrow) const;
-  void run_jit(Workers& pool, const OpKernels& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const;
+  void run_jit(Workers& pool, const Chosen& ks, const jit::MatmulOperands& op, int64_t m, bool residual) const;
 
   int64_t n_ = 0, k_ = 0;
   TensorType wtype_, atype_;
-  bool llama_order_ = true;
-  bool llama_prefill_ = false;
-  bool exact_all_ = false;     // every row count through the vec_dot order (rows_mostly_one)
+  bool llama_prefill_ = false;  // --llama-order (llama.cpp's swiglu in the Gate-Up pair)
   // The copies of runtime's hand-written kernels this Linear runs, chosen for setup.isa by
   // jit::hand_isa (linear.cpp: kDecodeDots, kQuantizeQ8K; the same bytes from each).
   const DecodeDots* dots_ = nullptr;  // decode's llama.cpp-order Q6_K / Q8_0 dots
@@ -164,13 +160,13 @@ class Linear {
   SwiGLU silu_;                // llama.cpp's swiglu order, chosen for setup.isa (gate of a pair)
   std::string name_;
   bool test_fault_ = false;  // CKJIT_TEST_FAULT names this weight (jit/executor.h; tests only)
-  const uint8_t* raw_ = nullptr;  // GGUF rows (exact and reference paths)
+  const uint8_t* raw_ = nullptr;  // GGUF rows (vec_dot and reference paths)
   int64_t raw_row_bytes_ = 0;
   float (*llama_dot_)(const void* w, const void* x, int64_t n) = nullptr;  // llama.cpp's row order (reference path)
   std::unique_ptr<jit::PackedWeights> packed_;
-  // gemm_few_ / swiglu_few_: for 2..kFewRows rows (decode steps of several sequences, short
-  // prompts): fixed blocks that prefetch their weights (few_rows_kernels).
-  OpKernels gemm_, gemv_, swiglu_m_, swiglu_1_, gemm_few_, swiglu_few_;
+  // Per row class (one, 2..kFewRows, more): the matmul's and, for a Gate-Up pair's gate, the
+  // fused SwiGLU's choice. A few-row class the primitive declines holds the many-row choice.
+  Chosen gemm_, gemv_, swiglu_m_, swiglu_1_, gemm_few_, swiglu_few_;
   OpDesc desc_, prepare_desc_;
 };
 

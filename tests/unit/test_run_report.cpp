@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -169,6 +170,65 @@ TEST_CASE("ckjit run --report DIR: every file and one ops.csv row per executed o
   for (const char* name : {"load", "repack", "jit", "image_encode", "image_prefill", "text_prefill", "decode"})
     CHECK(ph.find(std::string("\"name\":\"") + name + "\"") != std::string::npos);
   CHECK(slurp(dir / "machine.json").find("\"name\":\"") != std::string::npos);
+}
+
+// The fields of one CSV line (double quotes hold commas; "" is a quote).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+TEST_CASE("ckjit run --report DIR: the kernel of every decoder op at 1 and 8 and 512 rows is one that -v names for that weight") {
+  const TinyPair& p = tiny_pair();
+  const fs::path dir = p.dir / "report-kernels";
+  // A prompt of 512 + 8 tokens in chunks of 512 (-b 512): a 512-row and an 8-row prefill call, then
+  // one-row decode steps. "word" repeated is one token each after the first.
+  std::string prompt = "word";
+  for (int i = 1; i < 520; ++i) prompt += " word";
+  CliResult r = run_text_to("run -m " + q(p.model) + " -p '" + prompt + "' -n 3 -b 512 -c 1024 --ignore-eos -v --report " + q(dir),
+                            p.dir / "kernels.txt");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto ops = lines_of(slurp(dir / "ops.csv"));
+  REQUIRE(ops.size() > 1);
+  const auto head = csv_fields(ops[0]);
+  const size_t col_m = size_t(std::find(head.begin(), head.end(), "M") - head.begin());
+  const size_t col_kernel = size_t(std::find(head.begin(), head.end(), "kernel") - head.begin());
+  const size_t col_op = size_t(std::find(head.begin(), head.end(), "op") - head.begin());
+  REQUIRE(col_kernel < head.size());
+  std::set<std::string> seen;  // "op@M"
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const auto f = csv_fields(ops[i]);
+    REQUIRE(f.size() == head.size());
+    const std::string& op = f[col_op];
+    if (op != "qkv" && op != "out_proj" && op != "gate_up_swiglu" && op != "down" && op != "lm_head") continue;
+    const std::string& m = f[col_m];
+    if (m != "1" && m != "8" && m != "512") continue;
+    seen.insert(op + "@" + m);
+    CAPTURE(ops[i]);
+    // Each kernel of the call (a group's are joined by " | ", a pair's by "; "): a generated one
+    // is named by its spec, which -v prints in that weight's line; llama.cpp's vec_dot order by
+    // its copy; a few-row call (where AVX-512 runs) by the prefetching few-row kernel.
+    const std::string& k = f[col_kernel];
+    for (size_t at = k.find("op="); at != std::string::npos; at = k.find("op=", at + 1)) {
+      const std::string spec = k.substr(at, k.find_first_of(" ;|", at) - at);
+      CHECK_MESSAGE(r.output.find(spec) != std::string::npos, "ops.csv names " << spec << " at M = " << m << ", which -v does not");
+      if (m == "8" && spec.find("isa=avx512") != std::string::npos) CHECK(spec.find("pf=8") != std::string::npos);
+    }
+    if (k.find("vec_dot") != std::string::npos) CHECK(r.output.find("vec_dot") != std::string::npos);
+    const bool named = k.find("op=") != std::string::npos || k.find("vec_dot") != std::string::npos;
+    CHECK(named);
+  }
+  for (const char* op : {"qkv", "out_proj", "gate_up_swiglu", "down"})
+    for (const char* m : {"1", "8", "512"}) CHECK_MESSAGE(seen.count(std::string(op) + "@" + m), op << " was not called at M = " << m);
 }
 
 TEST_CASE("ckjit run --report on an unwritable DIR: the text is printed with a clear error and a non-zero exit") {
