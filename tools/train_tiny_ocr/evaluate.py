@@ -92,6 +92,8 @@ def main():
     ap.add_argument("--cap", help="CKJIT_MAX_ISA for the ckjit runs: avx2, avxvnni, avx512, amx")
     ap.add_argument("--fault", help="CKJIT_TEST_FAULT for the ckjit runs; passes when the CER goes above --max-cer")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-save", help="write PyTorch's readings here (for --torch-from in other runs on the same pages)")
+    ap.add_argument("--torch-from", help="PyTorch's readings of these pages, written by --torch-save, instead of running it")
     ap.add_argument("--max-cer", type=float)
     ap.add_argument("--max-gap", type=float, default=0.005)
     ap.add_argument("--json", help="write the per-page readings here")
@@ -115,7 +117,19 @@ def main():
             raise SystemExit("evaluate: --fault needs --max-cer")
     torch.set_num_threads(a.threads)
     tok = Tokenizer()
-    model = None if a.no_torch else export.read_pair(a.model, a.mmproj, torch.float32)
+    # PyTorch's readings do not depend on ckjit's flags: several runs on the same files and pages
+    # (the ISA caps) read them from one run's file instead of running the model again.
+    key = {"model": os.path.abspath(a.model), "mmproj": os.path.abspath(a.mmproj), "level": a.level, "pages": a.pages}
+    saved = None
+    if a.torch_from and not a.no_torch:
+        try:
+            with open(a.torch_from) as f:
+                saved = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"evaluate: --torch-from {a.torch_from}: {e}")
+        if saved.get("key") != key:
+            raise SystemExit(f"evaluate: --torch-from {a.torch_from} holds readings of {saved.get('key')}, not of {key}")
+    model = None if a.no_torch or saved else export.read_pair(a.model, a.mmproj, torch.float32)
     env = dict(os.environ, **dict(kv.split("=", 1) for kv in a.env))
     rows = []
     with tempfile.TemporaryDirectory(prefix="ckjit-eval-") as tmp:
@@ -129,13 +143,19 @@ def main():
             if res.returncode != 0:
                 raise SystemExit(f"evaluate: ckjit failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-2000:]}")
             r["ckjit"] = res.stdout[:-1] if res.stdout.endswith("\n") else res.stdout
-            if model is not None:
+            if saved is not None:
+                r["torch"] = saved["torch"][i]
+            elif model is not None:
                 r["torch"] = torch_read(model, tok, img)
             if a.peer:
                 out = json.loads(cli_read([a.peer, "image", "-m", a.model, "--mmproj", a.mmproj, "--image", path,
                                            "-p", D.PROMPT, "--chat", "-n", "64"], "peer-cli"))
                 r["llama.cpp"] = out["text"].removesuffix("<|im_end|>")  # peer-cli prints the end token
             rows.append(r)
+    if a.torch_save and "torch" in rows[0]:
+        with open(a.torch_save + ".tmp", "w") as f:
+            json.dump({"key": key, "torch": [r["torch"] for r in rows]}, f)
+        os.replace(a.torch_save + ".tmp", a.torch_save)
     who = [w for w in ("torch", "ckjit", "llama.cpp") if w in rows[0]]
     cers = {w: float(np.mean([D.cer(r[w], r["truth"]) for r in rows])) for w in who}
     for r in rows:
