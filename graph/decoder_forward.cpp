@@ -74,7 +74,7 @@ class ChunkPass {
     prepare(li, qkv, *L.wq, xn_, E_);
     {
       OpScope op(obs_, "qkv", li, L.wq->work(m_) + L.wk->work(m_) + L.wv->work(m_),
-                 {m_, {L.wq->op_desc(), L.wk->op_desc(), L.wv->op_desc()}}, {{"q", q_, Q_}, {"k", k_, KV_}, {"v", v_, KV_}});
+                 {m_, {L.wq->op_desc(), L.wk->op_desc(), L.wv->op_desc()}, decode_rows()}, {{"q", q_, Q_}, {"k", k_, KV_}, {"v", v_, KV_}});
       L.wq->matmul(pool_, qkv.input(0), m_, q_, Q_, nullptr, rows_);
       L.wk->matmul(pool_, qkv.input(1), m_, k_, KV_, nullptr, rows_);
       L.wv->matmul(pool_, qkv.input(2), m_, v_, KV_, nullptr, rows_);
@@ -84,7 +84,7 @@ class ChunkPass {
     LinearGroup wo{L.wo.get()};
     prepare(li, wo, *L.wo, attn_, Q_);
     {
-      OpScope op(obs_, "out_proj", li, L.wo->work(m_), {m_, {L.wo->op_desc()}}, {{"attn_residual", h_next_, E_}});
+      OpScope op(obs_, "out_proj", li, L.wo->work(m_), {m_, {L.wo->op_desc()}, decode_rows()}, {{"attn_residual", h_next_, E_}});
       L.wo->matmul(pool_, wo.input(0), m_, h_next_, E_, h_, rows_);
     }
     std::swap(h_, h_next_);
@@ -152,7 +152,7 @@ class ChunkPass {
     LinearGroup gate_up{L.gate.get(), L.up.get()};
     prepare(li, gate_up, *L.gate, xn_, E_);
     {
-      OpScope op(obs_, "gate_up_swiglu", li, L.gate->work(m_) + L.up->work(m_), {m_, {&L.gate_up_desc}},
+      OpScope op(obs_, "gate_up_swiglu", li, L.gate->work(m_) + L.up->work(m_), {m_, {&L.gate_up_desc}, decode_rows()},
                  {{"ffn_act", ffn_, F_}});
       Linear::swiglu(pool_, *L.gate, *L.up, gate_up.input(0), gate_up.input(1), m_, ffn_, F_,
                      st_.arena.get<float>(st_.slots.ffn_tmp), rows_);
@@ -160,7 +160,7 @@ class ChunkPass {
     LinearGroup down{L.down.get()};
     prepare(li, down, *L.down, ffn_, F_);
     {
-      OpScope op(obs_, "down", li, L.down->work(m_), {m_, {L.down->op_desc()}}, {{"l_out", h_next_, E_}});
+      OpScope op(obs_, "down", li, L.down->work(m_), {m_, {L.down->op_desc()}, decode_rows()}, {{"l_out", h_next_, E_}});
       L.down->matmul(pool_, down.input(0), m_, h_next_, E_, h_, rows_);
     }
     std::swap(h_, h_next_);
@@ -210,6 +210,7 @@ class ChunkPass {
   const int64_t begin_, m_, slot0_;
   const RowSite* sites_;  // null: one sequence at slots slot0_.. (see forward_chunk)
   const Rows rows_;
+  bool decode_rows() const { return rows_ == Rows::decode; }  // for the report: what these rows run
   const int64_t E_, F_, Q_, KV_, D_;
   const float eps_;
   float* h_;  // the rows' hidden state; h_ and h_next_ swap after each residual op

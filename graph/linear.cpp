@@ -78,6 +78,7 @@ Linear::Linear(const gguf::TensorInfo& t, const LinearSetup& setup)
   const std::string wt = tensor_type_info(wtype_).name, at = tensor_type_info(atype_).name;
   desc_ = OpDesc{n_, k_, wt, at, kernel_name(jit::kFewRows + 1), kernel_name(1)};
   if (kernel_name(2) != desc_.kernel_rows) desc_.set_few_rows(jit::kFewRows, kernel_name(2));
+  if (gemv_.runs(MatmulImpl::llama_vec_dot)) desc_.kernel_decode = kernel_name(1);  // matmul(): Rows::decode
   const std::string q = atype_ == TensorType::Q8_0 ? "quantize_row_q8_0 (AVX2)"
                                                    : std::string("quantize_row_q8_K (") + q8k_->name + ")";
   prepare_desc_ = OpDesc{0, k_, "", "f32 -> " + at, q, q};

@@ -39,8 +39,12 @@ struct OpDesc {
   std::string kernel_row;         // ... and M = 1 (decode)
   std::string kernel_few;         // ... and 2..few_rows rows where another kernel serves them (decode of several sequences)
   int64_t few_rows = 0;
+  // ... and the decode rows of several sequences (batched decode), where each runs what one row
+  // runs rather than what a batch of as many rows would ("": as a batch).
+  std::string kernel_decode;
   void set_few_rows(int64_t up_to, std::string kernel) { few_rows = up_to, kernel_few = std::move(kernel); }
-  const std::string& kernel(int64_t m) const {
+  const std::string& kernel(int64_t m, bool decode_rows = false) const {
+    if (decode_rows && m > 1 && !kernel_decode.empty()) return kernel_decode;
     return m == 1 ? kernel_row : m <= few_rows ? kernel_few : kernel_rows;
   }
 };
@@ -49,6 +53,7 @@ struct OpDesc {
 struct OpCall {
   int64_t m = 0;
   std::array<const OpDesc*, 3> w{};
+  bool decode_rows = false;  // the rows are decode steps of several sequences (OpDesc::kernel_decode)
 };
 
 class OpProfile {

@@ -150,6 +150,26 @@ TEST_CASE("batched decode: bad steps are refused before anything runs") {
 
 }  // TEST_SUITE
 
+// Decode rows of several sequences run what one row runs where that is llama.cpp's vec_dot order
+// (Q6_K, Q8_0 in the default order): the report names that for them, and the batch kernel for a
+// batch of as many prompt rows.
+TEST_CASE("op descriptions name llama.cpp's vec_dot order for the decode rows of several sequences of a Q6_K weight" * doctest::test_suite("decoder")) {
+  tinymodel::Spec s;
+  s.v_type = TensorType::Q6_K;
+  const gguf::GgufFile f = make_file(s);
+  Workers pool(1);
+  const TextModel m(f, ModelOptions{}, pool);
+  const TextModel::Layer& L = m.layers()[0];
+  const OpDesc* v = L.wv->op_desc();
+  const OpDesc* q = L.wq->op_desc();
+  CAPTURE(v->kernel_row);
+  CHECK(v->kernel_row.find("vec_dot_q6_K_q8_K") != std::string::npos);
+  CHECK(v->kernel(8, true) == v->kernel_row);
+  CHECK(v->kernel(40, true) == v->kernel_row);
+  CHECK(v->kernel(8).find("jit gemm") != std::string::npos);  // 8 prompt rows: the GEMM
+  CHECK(q->kernel(8, true) == q->kernel(8));                  // Q4_K: decode rows run the batch kernels
+}
+
 // The report names the kernel each row count runs: one row (decode), 2-16 rows (decode steps of
 // several sequences: prefetching fixed blocks where AVX-512 runs) and a prefill chunk.
 TEST_CASE("op descriptions name the kernels of one row and few rows and a prefill chunk" * doctest::test_suite("decoder")) {

@@ -39,7 +39,7 @@ CallShape call_shape(const OpCall& c) {
     ks.push_back(d->k);
     join(s.wtype, d->weight_type, "+");
     if (s.itype.find(d->input_type) == std::string::npos) join(s.itype, d->input_type, ",");
-    if (s.kernel.find(d->kernel(c.m)) == std::string::npos) join(s.kernel, d->kernel(c.m), " | ");
+    if (s.kernel.find(d->kernel(c.m, c.decode_rows)) == std::string::npos) join(s.kernel, d->kernel(c.m, c.decode_rows), " | ");
   }
   const bool same_k = std::all_of(ks.begin(), ks.end(), [&](int64_t k) { return k == ks.front(); });
   for (size_t i = 0; i < ks.size(); ++i) {
