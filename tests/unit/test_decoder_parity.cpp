@@ -231,23 +231,6 @@ std::pair<float, int32_t> step_distance(const std::vector<float>& lg, int64_t V,
   return d;
 }
 
-// S*(s): llama.cpp's float-order spread up to step s (the header): envelope runs' batched vs tbt and
-// every pair of runs' tbt at the ids both stored, then the running max over steps.
-std::vector<float> spread_so_far(const Fixture& f) {
-  std::vector<float> sp(f.forced.size(), 0.0f);
-  for (size_t s = 0; s < sp.size(); ++s) {
-    for (const PeerRun& r : f.runs)
-      if (r.envelope()) sp[s] = std::max(sp[s], r.step_envelope(s));
-    for (size_t a = 0; a < f.runs.size(); ++a)
-      for (size_t b = a + 1; b < f.runs.size(); ++b)
-        for (size_t i = 0; i < f.runs[a].ids[s].size(); ++i)
-          for (size_t j = 0; j < f.runs[b].ids[s].size(); ++j)
-            if (f.runs[a].ids[s][i] == f.runs[b].ids[s][j])
-              sp[s] = std::max(sp[s], std::fabs(f.runs[a].tbt[s][i] - f.runs[b].tbt[s][j]));
-    if (s > 0) sp[s] = std::max(sp[s], sp[s - 1]);
-  }
-  return sp;
-}
 
 
 // Tokenization, and ckjit's teacher-forced logits against every envelope run.
@@ -261,7 +244,7 @@ void check_case(const std::string& name) {
 
   const std::vector<float> lg = m.forced_logits(f, "");
   const int64_t V = m.n_vocab;
-  const std::vector<float> spread = spread_so_far(f);
+  const std::vector<float> spread = peer_fixture::spread_so_far(f.runs, f.forced.size());
   int envelope_runs = 0;
   for (const PeerRun& r : f.runs) {
     // A run without batched logits has no envelope of its own: the spread alone bounds it.

@@ -33,7 +33,8 @@ using namespace ckjit;
 
 namespace {
 
-// A tiny synthesized pair (text model + mmproj, real tokenizer), written once per process.
+// A tiny synthesized pair (text model + mmproj, real tokenizer), written once per test binary into a
+// folder of its own that no case writes to (fixture_cache.h); dir: this process's scratch folder.
 struct PairFiles {
   fs::path dir;
   std::string model, mmproj;
@@ -44,12 +45,16 @@ const PairFiles& files() {
     PairFiles x;
     x.dir = ckjit::test::process_temp_dir("ckjit_pair_");
     fs::create_directories(x.dir);
+    const qwen3vl::ModelDims dims = qwen3vl::preset_dims("tiny");
     synth::SynthOptions o;
     o.seed = 5;
     o.threads = 2;
     o.tokenizer_dir = tokfix::kQwen3Dir;
-    const auto w = synth::write_qwen3vl_pair(qwen3vl::preset_dims("tiny"), o, x.dir.string());
-    x.model = w.text_path, x.mmproj = w.mmproj_path;
+    const fs::path pair = fixture_cache::file("pair-tiny-seed5", [&](const fs::path& out) { synth::write_qwen3vl_pair(dims, o, out.string()); });
+    x.model = (pair / synth::text_file_name(dims.preset, o.text_mix)).string();
+    x.mmproj = (pair / synth::mmproj_file_name(dims.preset, o.mmproj_type)).string();
+    REQUIRE(fs::exists(x.model));
+    REQUIRE(fs::exists(x.mmproj));
     return x;
   }();
   return f;

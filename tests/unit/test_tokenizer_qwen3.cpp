@@ -76,9 +76,20 @@ std::string normalized(const std::string& s) {
 
 TEST_SUITE("tokenizer") {
 
-TEST_CASE("Qwen3 vocab converted like llama.cpp's converter") {
-  const TokenizerVocab& v = tokfix::qwen3_vocab();
-  const Tokenizer& t = tokfix::qwen3();
+TEST_CASE("Qwen3 vocab converted like llama.cpp's converter / the other tests' GGUF copy of it is exact") {
+  // From the HF files themselves; the other cases read the GGUF copy (tokenizer_fixture.h).
+  const TokenizerVocab v = tokfix::qwen3_vocab_from_hf();
+  const Tokenizer t(v);
+  const TokenizerVocab& copy = tokfix::qwen3_vocab();
+  CHECK(copy.model == v.model);
+  CHECK(copy.pre == v.pre);
+  CHECK(copy.tokens == v.tokens);
+  CHECK(copy.token_types == v.token_types);
+  CHECK(copy.merges == v.merges);
+  CHECK(copy.bos_id == v.bos_id);
+  CHECK(copy.eos_id == v.eos_id);
+  CHECK(copy.add_bos == v.add_bos);
+  CHECK(copy.add_eos == v.add_eos);
   CHECK(v.tokens.size() == 151936);
   CHECK(v.merges.size() == 151387);
   CHECK(v.merges[0] == "\xC4\xA0 \xC4\xA0");  // "Ġ Ġ"

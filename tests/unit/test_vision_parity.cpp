@@ -307,24 +307,6 @@ Distance distance(const std::vector<float>& lg, int64_t V, const PeerRun& r, con
 // only by the loose kOwnRowsMax bound.
 enum class Judge { rule, rule_where_envelope, loose };
 
-// llama.cpp's float-order spread up to each step (test_decoder_parity.cpp's S*): every run's
-// batched vs token-by-token and every pair of runs' token-by-token logits at the ids both stored,
-// then the running max over steps.
-std::vector<float> spread_so_far(const Fixture& f) {
-  std::vector<float> sp(f.forced.size(), 0.0f);
-  for (size_t s = 0; s < sp.size(); ++s) {
-    for (const PeerRun& r : f.runs)
-      for (size_t i = 0; i < r.ids[s].size(); ++i) sp[s] = std::max(sp[s], std::fabs(r.batched[s][i] - r.tbt[s][i]));
-    for (size_t a = 0; a < f.runs.size(); ++a)
-      for (size_t b = a + 1; b < f.runs.size(); ++b)
-        for (size_t i = 0; i < f.runs[a].ids[s].size(); ++i)
-          for (size_t j = 0; j < f.runs[b].ids[s].size(); ++j)
-            if (f.runs[a].ids[s][i] == f.runs[b].ids[s][j])
-              sp[s] = std::max(sp[s], std::fabs(f.runs[a].tbt[s][i] - f.runs[b].tbt[s][j]));
-    if (s > 0) sp[s] = std::max(sp[s], sp[s - 1]);
-  }
-  return sp;
-}
 
 // ckjit's teacher-forced logits lg against run r. The rule holds at every step against that step's
 // tolerance, kFactor x min(E, spread so far) + kFloor (+ kUlps ulp of each logit), as in
@@ -339,7 +321,7 @@ void judge_logits(const Fixture& f, const PeerRun& r, const std::vector<float>& 
   // (perf/XRAY.md), so it may exceed a step where llama.cpp's two orders happen to coincide (measured:
   // s3-tall step 2 at 1.117 > 1.030, s3-resize and s3-big-max16 at step 0): the trajectory rule there.
   const bool per_step = how == Judge::rule;
-  const std::vector<float> spread = spread_so_far(f);
+  const std::vector<float> spread = peer_fixture::spread_so_far(f.runs, f.forced.size());
   const float tol = kFactor * E + kFloor;
   const Distance d = distance(lg, V, r, r.batched), dt = distance(lg, V, r, r.tbt);
   int clear = 0, agree = 0, over_steps = 0;
