@@ -26,6 +26,7 @@
 #include "tests/unit/process_temp_dir.h"
 #include "runtime/synth/qwen3vl_layout.h"
 #include "runtime/synth/synth_model.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 
@@ -61,8 +62,8 @@ const Pair& pair() {
 std::string image_path(const char* name) { return (fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / name).string(); }
 
 std::vector<char> bytes_of(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string s = test_io::slurp(p);
+  return {s.begin(), s.end()};
 }
 
 ckjit_model* load(bool vision = true, int threads = 2) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include "tests/unit/slurp.h"
 
 namespace image_test {
 
@@ -52,8 +53,7 @@ std::string make_tiff(const std::vector<TiffPage>& pages) {
     if (!TIFFWriteDirectory(t)) throw std::runtime_error("TIFFWriteDirectory failed");
   }
   TIFFClose(t);
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = test_io::slurp(path);
   std::filesystem::remove(path);
   return bytes;
 }

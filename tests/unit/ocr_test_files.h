@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <vector>
+#include "tests/unit/slurp.h"
 
 namespace ocr_test {
 
@@ -64,8 +65,7 @@ inline void write_file(const std::filesystem::path& p, const std::string& bytes)
 }
 
 inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return test_io::slurp(p);
 }
 
 }  // namespace ocr_test

@@ -3,10 +3,10 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include "tests/unit/slurp.h"
 
 inline std::string serve_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return test_io::slurp(path);
 }
 
 inline std::string serve_base64(const std::string& in) {

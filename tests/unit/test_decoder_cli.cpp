@@ -14,6 +14,7 @@
 #include "topology/isa.h"
 #include "tiny_qwen3vl.h"
 #include "tokenizer_fixture.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -73,8 +74,7 @@ TEST_CASE("ckjit run: streams text / ends with a timing line / dumps one logits 
   CHECK_FALSE(a.output.empty());
   CHECK(a.output == b.output);
   auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return test_io::slurp(p);
   };
   CHECK(bytes(dump) == bytes(dump1));
   CHECK(bytes(f.dir / "greedy-t2.f32") == bytes(dump1));
@@ -177,8 +177,7 @@ TEST_CASE("ckjit run: Ctrl-C stops generation after the current token and the ti
                           " ] && break; sleep 0.05; done; kill -INT $pid; wait $pid; echo status=$?";
   const CliResult r = run_shell(cmd);
   CHECK(r.output.find("status=130") != std::string::npos);
-  std::ifstream e(err);
-  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string log = test_io::slurp(err);
   CHECK(log.find("stopped: interrupted (Ctrl-C)") != std::string::npos);
   CHECK(log.find("timing: load") != std::string::npos);
   CHECK(log.find("decode 2999 tok") == std::string::npos);  // it did not run to the end
@@ -189,8 +188,7 @@ TEST_CASE("ckjit run: a closed stdout (a pipe whose reader left) ends the run qu
   const CliResult r = run_shell("bash -c \"'" CKJIT_BINARY_PATH "' run -m " + q(files().model) + " -p Hello -n 3000 -c 3100 --ignore-eos 2>" +
                                 q(err) + " | head -c 1 >/dev/null; echo status=\\${PIPESTATUS[0]}\"");
   CHECK_MESSAGE(r.output.find("status=141") != std::string::npos, r.output);  // 128 + SIGPIPE, as any filter ends
-  std::ifstream e(err);
-  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string log = test_io::slurp(err);
   CHECK(log.find("error") == std::string::npos);  // no message: the reader chose to stop
 }
 
@@ -205,8 +203,7 @@ TEST_CASE("ckjit run: a model file truncated while it is mapped ends the run wit
                           q(err) + " & pid=$!; for i in $(seq 1 600); do [ -s " + q(out) + " ] && break; sleep 0.05; done; truncate -s 4096 " +
                           q(copy) + "; wait $pid; echo status=$?";
   const CliResult r = run_shell(cmd);
-  std::ifstream e(err);
-  const std::string log((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string log = test_io::slurp(err);
   CHECK_MESSAGE(r.output.find("status=1\n") != std::string::npos, r.output << log);
   CHECK(log.find("truncated or replaced while ckjit was using it") != std::string::npos);
 }

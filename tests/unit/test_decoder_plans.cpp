@@ -12,15 +12,13 @@
 
 #include "cli_run.h"
 #include "synth_cache.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using test_io::slurp;
 
 int count(const std::string& s, const std::string& what) {
   int n = 0;

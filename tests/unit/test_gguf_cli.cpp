@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gguf_test_files.h"
+#include "tests/unit/slurp.h"
 
 using namespace gguf_test;
 
@@ -17,10 +18,7 @@ struct RunResult {
   std::string out, err;
 };
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_io::slurp;
 
 RunResult run_ckjit(const std::string& args, const std::string& tag) {
   auto dir = scratch_dir();

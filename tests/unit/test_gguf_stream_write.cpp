@@ -8,15 +8,13 @@
 
 #include "gguf_test_files.h"
 #include "runtime/error.h"
+#include "tests/unit/slurp.h"
 
 using namespace gguf_test;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_io::slurp;
 
 }  // namespace
 

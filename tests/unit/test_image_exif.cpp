@@ -10,14 +10,15 @@
 
 #include "runtime/image/exif.h"
 #include "runtime/image/image.h"
+#include "tests/unit/slurp.h"
 
 using namespace ckjit::image;
 
 namespace {
 
 std::vector<uint8_t> fixture_jpeg() {
-  std::ifstream in(std::string(CKJIT_FIXTURES_DIR) + "/jpeg-variants/baseline-96x64.jpg", std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const std::string s = test_io::slurp(std::string(CKJIT_FIXTURES_DIR) + "/jpeg-variants/baseline-96x64.jpg");
+  return std::vector<uint8_t>(s.begin(), s.end());
 }
 
 // The JPEG with an APP1 Exif segment holding one IFD0 entry: orientation o (little or big endian).

@@ -20,16 +20,14 @@
 #include "jit/isa_select.h"
 #include "topology/isa.h"
 #include "topology/machine.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_io::slurp;
 
 // The text half: a tiny model, a prompt (one batched prefill) and 20 forced ids (decode steps),
 // made once per process.

@@ -25,6 +25,7 @@
 #include "tests/unit/skip.h"
 #include "tests/unit/cli_run.h"
 #include "tests/unit/process_temp_dir.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 namespace q = ckjit::qwen3vl;
@@ -42,10 +43,7 @@ fs::path scratch(const std::string& tag) {
   return p;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_io::slurp;
 
 ckjit::synth::SynthFiles write_pair(const q::ModelDims& dims, const std::string& tag, uint64_t seed = 7, int threads = 0,
                                     q::TextMix mix = q::TextMix::Q4_K_M, q::MmprojType mt = q::MmprojType::F16,

@@ -15,6 +15,7 @@
 #include "runtime/tokenizer/unicode.h"
 #include "runtime/tokenizer/utf8_stream.h"
 #include "tests/unit/tokenizer_fixture.h"
+#include "tests/unit/slurp.h"
 
 using namespace ckjit::tok;
 using Ids = std::vector<int32_t>;
@@ -154,9 +155,8 @@ TEST_CASE("detokenization round-trips valid UTF-8 and returns U+FFFD for invalid
 TEST_CASE("detokenization of every id equals llama.cpp's token_to_piece") {
   // pieces.json: per block of ids, FNV-1a 64 over (u32 length, bytes) of each llama.cpp piece.
   const Tokenizer& t = tokfix::qwen3();
-  std::ifstream f(std::string(CKJIT_FIXTURES_DIR) + "/tokenizer/pieces.json");
-  REQUIRE(f);
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = test_io::slurp(std::string(CKJIT_FIXTURES_DIR) + "/tokenizer/pieces.json");
+  REQUIRE(!text.empty());
   const auto j = ckjit::parse_json(text);
   REQUIRE(j.at("n_tokens").as_int() == t.n_tokens());
   const auto block = static_cast<int32_t>(j.at("block").as_int());

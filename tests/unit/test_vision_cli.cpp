@@ -14,6 +14,7 @@
 #include "tests/unit/cli_run.h"
 #include "tests/unit/process_temp_dir.h"
 #include "tests/unit/synth_cache.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 
@@ -41,8 +42,8 @@ const Pair& pair() {
 }
 
 std::vector<char> bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string s = test_io::slurp(p);
+  return {s.begin(), s.end()};
 }
 
 void write(const fs::path& p, const std::vector<char>& b) { std::ofstream(p, std::ios::binary).write(b.data(), long(b.size())); }

@@ -62,6 +62,7 @@
 #include "topology/machine.h"
 #include "vision/image_input.h"
 #include "vision/vision_hparams.h"
+#include "tests/unit/slurp.h"
 
 namespace fs = std::filesystem;
 using namespace ckjit;
@@ -91,9 +92,8 @@ std::string quote(const std::string& s) {  // for the shell
 
 
 std::vector<float> read_f32(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE_MESSAGE(in, "cannot read " << p);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_MESSAGE(fs::exists(p), "cannot read " << p);
+  const std::string bytes = test_io::slurp(p);
   REQUIRE(bytes.size() % sizeof(float) == 0);
   std::vector<float> v(bytes.size() / sizeof(float));
   std::memcpy(v.data(), bytes.data(), bytes.size());
