@@ -32,6 +32,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 void model_defaults(ckjit_model_params& p) {
   p.use_profile = 1;
   p.n_sessions = 1;
+  p.image_max_tokens = 4096;
 }
 void session_defaults(ckjit_session_params&) {}
 void generate_defaults(ckjit_generate_params& p) {
@@ -77,7 +78,7 @@ const topo::Machine& machine() { return topo::this_machine(); }
 
 extern "C" {
 
-const char* ckjit_version(void) { return "0.3.3"; }
+const char* ckjit_version(void) { return "0.3.4"; }
 
 const char* ckjit_status_name(ckjit_status s) {
   // A C caller may pass any int; in C++ a value outside the enumerators' range is undefined once
@@ -136,8 +137,8 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     ckjit_model_params p = read_params(given, model_defaults);
     // A caller from before 0.3.3 plans no sessions: its load is checked as it was then.
     if (given && given->struct_size < offsetof(ckjit_model_params, n_sessions) + sizeof(int32_t)) p.n_sessions = 0;
-    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0 || p.n_sessions < 0)
-      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx, n_batch and n_sessions must not be negative");
+    if (p.n_threads < 0 || p.n_ctx < 0 || p.n_batch < 0 || p.n_sessions < 0 || p.image_max_tokens < 0)
+      raise(CKJIT_ERR_INVALID_ARGUMENT, "n_threads, n_ctx, n_batch, n_sessions and image_max_tokens must not be negative");
     auto progress = [&](float f) {
       if (p.progress && p.progress(f, p.progress_user_data)) raise(CKJIT_ERR_CANCELLED, "the load was cancelled by its progress callback");
     };
@@ -155,7 +156,7 @@ ckjit_status ckjit_model_load(const char* model_path, const char* mmproj_path, c
     lo.max_isa = p.max_isa ? p.max_isa : "";
     lo.use_profile = p.use_profile != 0;
     lo.plan_rows = core->n_batch;  // the sessions' default chunk: what their prefill runs
-    lo.planned_sessions = {p.n_sessions, core->n_ctx, core->n_batch};
+    lo.planned_sessions = {p.n_sessions, core->n_ctx, core->n_batch, p.image_max_tokens};
     if (p.vision_precision) {
       const std::string vp = p.vision_precision;
       if (vp != "f32" && vp != "int8" && vp != "bf16")

@@ -31,7 +31,7 @@ extern "C" {
 
 #define CKJIT_VERSION_MAJOR 0
 #define CKJIT_VERSION_MINOR 3
-#define CKJIT_VERSION_PATCH 3
+#define CKJIT_VERSION_PATCH 4
 
 typedef enum ckjit_status {
   CKJIT_OK = 0,
@@ -53,7 +53,7 @@ typedef struct ckjit_model ckjit_model;
 typedef struct ckjit_session ckjit_session;
 typedef struct ckjit_image ckjit_image; /* an encoded image (its projector rows), see below */
 
-/* "0.3.3" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
+/* "0.3.4" (the library's, which may be newer than the header's CKJIT_VERSION_*). */
 CKJIT_API const char* ckjit_version(void);
 /* A short name for a status ("invalid argument"); never NULL. */
 CKJIT_API const char* ckjit_status_name(ckjit_status status);
@@ -98,7 +98,12 @@ typedef struct ckjit_model_params {
    * CKJIT_MEMORY_LIMIT in the environment (bytes, or 512M, 8G, ...) replaces the budget the check
    * compares with (MemAvailable and the cgroup's memory.max). */
   int32_t n_sessions;
-  int32_t reserved0;     /* 0; keeps the next field's addition visible in struct_size */
+  /* Added in 0.3.4, where 0.3.3 had reserved0: the most rows an image gives in those sessions (their
+   * image_max_tokens). With a vision tower, the memory check before the load also counts each
+   * session's encode of such an image (activations, attention panels, rows), so a plan whose pages
+   * cannot fit fails at load, not at the first large page. Default 4096 (llama.cpp's); 0: images
+   * not counted (a 0.3.3 caller's reserved0). */
+  int32_t image_max_tokens;
 } ckjit_model_params;
 
 #define CKJIT_MMPROJ_NONE 0

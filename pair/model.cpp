@@ -56,8 +56,8 @@ std::shared_ptr<const Model> Model::load(const LoadOptions& o) {
   }
   // Before the repack (seconds on a large model): the weights' copies must fit.
   if (o.check_memory)
-    require_load_memory(*m->file_, text_hp, m->mmproj_ ? &*m->mmproj_ : nullptr, o.vision_precision, o.planned_sessions.count,
-                        o.planned_sessions.n_ctx, o.planned_sessions.n_batch);
+    require_load_memory(*m->file_, text_hp, m->mmproj_ ? &*m->mmproj_ : nullptr, vhp ? &*vhp : nullptr, o.vision_precision,
+                        o.planned_sessions);
   progress(0.1f);
   // The tokenizer (~80 ms to build) is built while the weights repack, on a thread started before
   // the pool pins this one (so it may run on any cpu).

@@ -38,9 +38,12 @@ struct LoadOptions {
   bool check_memory = true;    // refuse a load whose repacked weights exceed the memory available
   // The sessions the caller will open on the model, counted with the weights in that check (their
   // KV caches and activations), so a plan that cannot fit fails before anything loads. 0: none.
+  // image_rows: the most rows an image gives in them (image_max_tokens); with a vision tower, each
+  // session's encode of such an image is counted too (0: no images).
   struct SessionPlan {
     int count = 0;
     int64_t n_ctx = 4096, n_batch = 512;
+    int64_t image_rows = 0;
   } planned_sessions;
   int64_t plan_rows = 512;     // the prefill rows the plans are made for (the contexts' n_batch)
   bool allow_jit = true;       // false: the scalar reference for every weight

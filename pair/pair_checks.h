@@ -5,6 +5,7 @@
 #include <string>
 
 #include "graph/hparams.h"
+#include "pair/model.h"
 #include "runtime/gguf/gguf_reader.h"
 #include "vision/vision_hparams.h"
 #include "vision/vision_model.h"
@@ -20,9 +21,10 @@ void check_pair(const vision::VisionHparams& v, const std::string& mmproj_name, 
 void require_readable(const std::string& path, const char* what);
 
 // Error (out_of_memory) "not enough memory for the model's weights ..." when they, with the KV
-// caches and activations of `sessions` sessions of n_ctx (at n_batch rows), do not fit; the message
-// names every figure and the parameters that lower them. mmproj may be null.
-void require_load_memory(const gguf::GgufFile& text, const graph::Hparams& hp, const gguf::GgufFile* mmproj, vision::VisionPrecision precision,
-                         int sessions, int64_t n_ctx, int64_t n_batch);
+// caches and activations of plan.count sessions of n_ctx (at n_batch rows) and, with a vision tower,
+// each session's encode of an image of plan.image_rows rows, do not fit; the message names every
+// figure and the parameters that lower them. mmproj and vhp may be null (no vision tower).
+void require_load_memory(const gguf::GgufFile& text, const graph::Hparams& hp, const gguf::GgufFile* mmproj,
+                         const vision::VisionHparams* vhp, vision::VisionPrecision precision, const LoadOptions::SessionPlan& plan);
 
 }  // namespace ckjit::pair

@@ -17,7 +17,8 @@ foreach(t IN LISTS ckjit_tests_TESTS)
     set_tests_properties("${t}" PROPERTIES LABELS "serve;e2e")
     math(EXPR _ckjit_e2e "${_ckjit_e2e} + 1")
   elseif(t MATCHES "Slurm recipe on a real single-node Slurm" OR t MATCHES "^ckjit ocr: killed with SIGKILL"
-         OR t MATCHES "^ckjit ocr: a 2100x2100 page")
+         OR t MATCHES "^ckjit ocr: a 2100x2100 page"
+         OR t MATCHES "^ckjit ocr: a journal on a small filesystem")
     set_tests_properties("${t}" PROPERTIES LABELS "ocr;e2e")
     math(EXPR _ckjit_e2e "${_ckjit_e2e} + 1")
   elseif(t MATCHES "^numerical contract: --dump-logits capped at avxvnni" OR t MATCHES "^ckjit run: CKJIT_MAX_ISA=avxvnni")

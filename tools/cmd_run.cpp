@@ -187,7 +187,8 @@ int run_main(const std::vector<std::string>& args) {
   lo.use_profile = !vm.count("no-profile");
   lo.check_memory = copt.check_memory;
   lo.plan_rows = copt.n_batch;
-  lo.planned_sessions = {1, copt.n_ctx, copt.n_batch};  // this run's context, counted before the weights load
+  // This run's context and its largest image, counted before the weights load.
+  lo.planned_sessions = {1, copt.n_ctx, copt.n_batch, lo.want_vision ? int64_t(copt.image_max_tokens) : 0};
   lo.allow_jit = !vm.count("no-jit");
   lo.llama_decode_order = !vm.count("jit-decode");
   lo.llama_prefill_order = vm.count("llama-order") > 0;

@@ -184,11 +184,11 @@ double VisionModel::load_bytes(const gguf::GgufFile& file, VisionPrecision preci
   return bytes;
 }
 
-double VisionModel::encode_bytes(int64_t n) const {
-  const double P2 = 3.0 * double(hp_.patch * hp_.patch), C = double(hp_.n_embd), F = double(hp_.n_ff);
-  const double floats = double(n) * (P2 + std::max(P2, F) + 8.0 * C + F) + double(n / 4) * double(hp_.row_width());
+double VisionModel::encode_bytes(const VisionHparams& hp, int64_t n) {
+  const double P2 = 3.0 * double(hp.patch * hp.patch), C = double(hp.n_embd), F = double(hp.n_ff);
+  const double floats = double(n) * (P2 + std::max(P2, F) + 8.0 * C + F) + double(n / 4) * double(hp.row_width());
   // keys and values (f16-rounded, as f32) in panels of up to 16 (keys and dims padded to whole panels)
-  const double kv_panels = 2.0 * 4.0 * double((n + 15) / 16 * 16) * double(hp_.n_head) * double((hp_.head_dim + 15) / 16 * 16);
+  const double kv_panels = 2.0 * 4.0 * double((n + 15) / 16 * 16) * double(hp.n_head) * double((hp.head_dim + 15) / 16 * 16);
   return 4.0 * floats + kv_panels;
 }
 

@@ -77,7 +77,9 @@ class VisionModel {
   std::vector<std::string> describe() const;
   // The bytes encode() allocates for an image of n_patches patches (its activations, the f16
   // key/value panels of the attention, the projector rows), for a memory check before it runs.
-  double encode_bytes(int64_t n_patches) const;
+  double encode_bytes(int64_t n_patches) const { return encode_bytes(hp_, n_patches); }
+  // The same from the hyper-parameters alone: the plan checked before a load (pair/pair_checks.h).
+  static double encode_bytes(const VisionHparams& hp, int64_t n_patches);
   // The GGUF weight tensor each matmul was built from and its op (vision_linears.cpp): the dtype
   // report of ckjit run --report. The patch kernel appears under both temporal tensors.
   std::vector<std::pair<std::string, const VisionMatmul*>> linears_by_tensor() const;

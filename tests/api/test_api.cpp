@@ -106,7 +106,7 @@ std::vector<int32_t> run(ckjit_model* m, const char* prompt, const char* image, 
 TEST_SUITE("api") {
 
 TEST_CASE("api: version and status names and the machine line") {
-  CHECK(std::string(ckjit_version()) == "0.3.3");
+  CHECK(std::string(ckjit_version()) == "0.3.4");
   CHECK(std::string(ckjit_status_name(CKJIT_ERR_BAD_HANDLE)) == "bad handle");
   CHECK(std::string(ckjit_status_name(ckjit_status(999))) == "unknown status");
   REQUIRE(ckjit_machine_name() != nullptr);

@@ -475,6 +475,82 @@ TEST_CASE("ckjit ocr: killed with SIGKILL at seeded random instants across a run
                << " s run, each at:" << report);
 }
 
+// Runs `command` (where the word MNT names the mount point) with a tmpfs of `size` mounted at
+// `mnt`, in a mount namespace of its own (unshare -rm: root in a user namespace, where an
+// unprivileged user may mount a tmpfs); copies what the job left there into `keep` afterwards.
+CliResult with_small_disk(const fs::path& mnt, const std::string& size, const std::string& command, const fs::path& keep) {
+  auto sh_quote = [](const std::string& s) {
+    std::string o = "'";
+    for (char ch : s) o += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return o + "'";
+  };
+  return run_shell("unshare -rm sh -c " + sh_quote("mount -t tmpfs -o size=" + size + " ckjit-full " + q(mnt) + " || exit 90; " + command +
+                                                   "; st=$?; cp -a " + q(mnt) + "/. " + q(keep) + "/ && exit $st"));
+}
+
+TEST_CASE("ckjit ocr: a journal on a small filesystem that fills mid-job stops naming the cause / no torn record / a resume on a larger disk does every page once") {
+  const Corpus& c = corpus();
+  const fs::path root = c.out("full-disk");
+  fs::remove_all(root);
+  fs::create_directories(root / "mnt");
+  const CliResult probe = with_small_disk(root / "mnt", "4k", "true", root);
+  if (probe.status != 0) CKJIT_SKIP("cannot mount a tmpfs here (unshare -rm, then mount -t tmpfs): " << probe.output);
+  // 16 pages whose records (-n 40) take more than a 4 KiB tmpfs page together.
+  const fs::path docs = root / "docs";
+  fs::create_directories(docs);
+  const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images";
+  for (int i = 0; i < 16; ++i)
+    fs::copy_file(img / (i % 2 ? "square-64.png" : "grey-96x80.png"), docs / ("page" + std::to_string(10 + i) + ".png"));
+  const std::string common = "-m " + q(c.model) + " --mmproj " + q(c.mmproj) + " -n 40 -t 1 -p 'Read the page.' ";
+  auto ocr = [&](const fs::path& out, const std::string& extra) {
+    return "'" CKJIT_BINARY_PATH "' ocr " + common + extra + " -o " + q(out) + " " + q(docs);
+  };
+  const fs::path ref = root / "ref";
+  fs::create_directories(ref);
+  const CliResult whole = run_shell(ocr(ref / "out.jsonl", "--format md"));
+  REQUIRE_MESSAGE(whole.status == 0, whole.output);
+  const auto ref_recs = by_page(records(ref / "out.jsonl"));
+  REQUIRE(ref_recs.size() == 16);
+  REQUIRE(fs::file_size(ref / "out.jsonl") > 4096 + 1024);
+  const auto ref_files = page_files(ref);
+  REQUIRE(ref_files.size() == 16);
+
+  // Two 4 KiB pages: the settings file takes one, the journal gets the other; its append that needs
+  // a third fails (ENOSPC). With --format md each page file takes a page of its own too (a 5-page disk).
+  for (const auto& [size, extra] : {std::pair<std::string, std::string>{"8k", ""}, {"20k", "--format md"}}) {
+    CAPTURE(extra);
+    const fs::path kept = root / ("kept" + std::to_string(extra.size()));
+    fs::remove_all(kept);
+    fs::create_directories(kept);
+    const CliResult r = with_small_disk(root / "mnt", size, ocr(root / "mnt" / "out.jsonl", extra), kept);
+    INFO(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.status != 90);  // mounted
+    CHECK(r.output.find("No space left on device") != std::string::npos);
+    CHECK(r.output.find("free some space, then run the same command again: it resumes") != std::string::npos);
+    const auto part = records(kept / "out.jsonl");  // every line a whole record
+    CHECK(part.size() > 0);
+    CHECK(part.size() < 16);
+    for (const auto& e : fs::directory_iterator(kept)) CHECK_MESSAGE(e.path().extension() != ".tmp", e.path());  // no half page file
+    MESSAGE("a " << size << " tmpfs" << (extra.empty() ? "" : " with " + extra) << " filled after " << part.size() << " of 16 records");
+    // The same command on a larger disk (the kept files moved there) resumes: every page once.
+    const CliResult resumed = run_shell(ocr(kept / "out.jsonl", extra));
+    INFO(resumed.output);
+    CHECK(resumed.status == 0);
+    CHECK(resumed.output.find(std::to_string(part.size()) + " already in") != std::string::npos);
+    const auto recs = by_page(records(kept / "out.jsonl"));  // by_page: each page once
+    CHECK(recs.size() == 16);
+    auto texts = [](const std::map<std::string, json>& m) {
+      std::map<std::string, json> t;
+      for (const auto& [k, r] : m) t[fs::path(k).filename().string()] = r["text"];
+      return t;
+    };
+    CHECK(texts(recs) == texts(ref_recs));
+    if (!extra.empty()) CHECK(page_files(kept) == ref_files);
+  }
+  fs::remove_all(root);
+}
+
 TEST_CASE("ckjit ocr: a journal inside the input folder and hidden files are left out and counted and never pages") {
   const Corpus& c = corpus();
   const fs::path dir = c.out("inside");

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -126,7 +127,7 @@ TEST_CASE("memory plan: run and serve and ocr refuse a plan over CKJIT_MEMORY_LI
   for (const char* part : {"not enough memory", "one session", "-c 100000", "MiB needed, 60 MiB available (CKJIT_MEMORY_LIMIT=60M)", "lower -c"})
     CHECK(r.output.find(part) != std::string::npos);
   CHECK(r.output.find("timing:") == std::string::npos);  // nothing ran
-  CHECK(run_ckjit(run_args(p, "--image " + q(p.image("square-64.png")), "-c 1024"), limit).status == 0);  // a plan that fits
+  CHECK(run_ckjit(run_args(p, "--image " + q(p.image("square-64.png")), "-c 1024 --image-max-tokens 64"), limit).status == 0);  // a plan that fits
 
   CliResult s = run_ckjit("serve -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --port 0 --parallel 8 -c 32768", limit);
   INFO(s.output);
@@ -140,6 +141,51 @@ TEST_CASE("memory plan: run and serve and ocr refuse a plan over CKJIT_MEMORY_LI
   INFO(o.output);
   CHECK(o.status != 0);
   CHECK(o.output.find("8 sessions") != std::string::npos);
+}
+
+// The MiB a refused plan says it needs ("... N MiB needed, ..."), or -1.
+double needed_mib(const std::string& out) {
+  const size_t at = out.find(" MiB needed");
+  if (at == std::string::npos) return -1;
+  size_t b = at;
+  while (b > 0 && (std::isdigit(static_cast<unsigned char>(out[b - 1])) || out[b - 1] == '.')) --b;
+  return b < at ? std::stod(out.substr(b, at - b)) : -1;
+}
+
+TEST_CASE("memory plan: the largest image a session may encode (--image-max-tokens) is in the plan before loading / text only it is not") {
+  const Pair& p = pair();
+  const std::string img = "--image " + q(p.image("square-64.png"));
+  // The figures a refused plan names (a 1 MiB limit refuses every plan).
+  const CliResult big = run_ckjit(run_args(p, img, "-c 1024 --image-max-tokens 4096"), "CKJIT_MEMORY_LIMIT=1M");
+  const CliResult small = run_ckjit(run_args(p, img, "-c 1024 --image-max-tokens 64"), "CKJIT_MEMORY_LIMIT=1M");
+  INFO(big.output);
+  INFO(small.output);
+  CHECK(big.status != 0);
+  for (const char* part : {"encode of an image of --image-max-tokens 4096 rows", "lower -c or --image-max-tokens"})
+    CHECK(big.output.find(part) != std::string::npos);
+  const double need_big = needed_mib(big.output), need_small = needed_mib(small.output);
+  REQUIRE(need_small > 0);
+  // 4,096 rows are 16,384 patches through the tower: far more than the weights and the KV cache here.
+  REQUIRE(need_big > need_small + 20);
+  const std::string between = "CKJIT_MEMORY_LIMIT=" + std::to_string(int((need_big + need_small) / 2)) + "M";
+  const CliResult refused = run_ckjit(run_args(p, img, "-c 1024 --image-max-tokens 4096"), between);
+  CHECK(refused.status != 0);
+  CHECK(refused.output.find("timing:") == std::string::npos);  // refused before anything ran
+  const CliResult ran = run_ckjit(run_args(p, img, "-c 1024 --image-max-tokens 64"), between);
+  INFO(ran.output);
+  CHECK(ran.status == 0);
+  // Text only, no image counted: the same limit holds the weights and the KV cache.
+  const CliResult text = run_ckjit("run -m " + q(p.model) + " -p hello -n 2 -c 1024 --image-max-tokens 4096", between);
+  INFO(text.output);
+  CHECK(text.status == 0);
+  // serve: each of its sessions may encode such an image at once.
+  const CliResult s2 = run_ckjit("serve -m " + q(p.model) + " --mmproj " + q(p.mmproj) + " --port 0 --parallel 2 -c 1024 --image-max-tokens 4096",
+                                 "CKJIT_MEMORY_LIMIT=1M");
+  INFO(s2.output);
+  CHECK(s2.status != 0);
+  CHECK(s2.output.find("2 sessions") != std::string::npos);
+  CHECK(s2.output.find("image of image_max_tokens 4096 rows") != std::string::npos);  // the C API's names, serve's flags after
+  CHECK(needed_mib(s2.output) > 2 * (need_big - need_small));
 }
 
 TEST_CASE("ckjit run --image: bad input gives a clear message and a non-zero exit") {

@@ -1,8 +1,10 @@
 #include "tools/ocr/runner.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -52,6 +54,7 @@ class Engine {
       mp.vision_precision = o_.vision_precision.c_str();
       mp.n_ctx = o_.n_ctx;
       mp.n_sessions = std::max(1, o_.parallel);  // the pages generated together, each a session
+      mp.image_max_tokens = o_.image_max_tokens;
       mp.use_profile = 1;
       mp.find_mmproj = CKJIT_MMPROJ_FIND;  // without --mmproj: the one beside the model
       ckjit_model* m = nullptr;
@@ -197,13 +200,22 @@ void finish_page(const OcrOptions& o, InFlight& f, size_t n) {
                       {"n_image_rows", t.n_image_rows}};
 }
 
+// Through PATH.tmp and a rename: a reader never sees half a page. A failed write (a full disk)
+// removes the .tmp and names the cause; the page's record is not written, so a resume redoes it.
 void write_page_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!text.empty() && text.back() != '\n') out << '\n';
-    if (!out.flush()) throw Error("cannot write " + tmp);
+  const std::string body = !text.empty() && text.back() != '\n' ? text + "\n" : text;
+  int err = 0;
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) err = errno;
+  else {
+    if (std::fwrite(body.data(), 1, body.size(), f) != body.size() || std::fflush(f) != 0) err = errno;
+    if (std::fclose(f) != 0 && !err) err = errno;
+  }
+  if (err) {
+    std::remove(tmp.c_str());
+    throw Error("writing the page file '" + tmp + "' failed: " + std::strerror(err) +
+                (err == ENOSPC ? " (free some space, then run the same command again: it resumes)" : ""));
   }
   std::filesystem::rename(tmp, path);
 }

@@ -44,12 +44,13 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   mp.max_isa = o.max_isa.empty() ? nullptr : o.max_isa.c_str();
   mp.vision_precision = o.vision_precision.c_str();
   mp.n_batch = o.n_batch;
-  mp.n_sessions = o.parallel;  // every session's KV cache counted before the weights load
+  mp.n_sessions = o.parallel;  // every session's KV cache and largest image counted before the weights load
+  mp.image_max_tokens = o.image_max_tokens > 0 ? o.image_max_tokens : 4096;
   // Without --mmproj: the projector beside the model when its folder has one, else text only.
   mp.find_mmproj = CKJIT_MMPROJ_FIND_IF_ANY;
   if (const ckjit_status ls = ckjit_model_load(o.model.c_str(), o.mmproj.empty() ? nullptr : o.mmproj.c_str(), &mp, &st->model); ls != CKJIT_OK)
     throw std::runtime_error(std::string(ckjit_last_error()) +
-                             (ls == CKJIT_ERR_OUT_OF_MEMORY ? " (here: -c sets n_ctx, --parallel n_sessions, -b n_batch)" : ""));
+                             (ls == CKJIT_ERR_OUT_OF_MEMORY ? " (here: -c sets n_ctx, --parallel n_sessions, -b n_batch, --image-max-tokens image_max_tokens)" : ""));
   if (o.mmproj.empty() && *ckjit_model_mmproj_path(st->model))
     std::fprintf(stderr, "serve: mmproj %s (found beside the model)\n", ckjit_model_mmproj_path(st->model));
   ckjit_session_params sp;
