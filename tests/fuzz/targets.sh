@@ -24,4 +24,9 @@ declare -A SOURCES=(
 # ASan still sees their heap).
 IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux)"
 declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
-TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
+# FUZZ_TARGETS="a b": only those (a campaign for some targets); every one by default.
+ALL_TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
+read -r -a TARGETS <<< "${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
+for t in "${TARGETS[@]}"; do
+  [[ " ${ALL_TARGETS[*]} " == *" $t "* ]] || { echo "FUZZ_TARGETS: unknown target $t (one of: ${ALL_TARGETS[*]})" >&2; exit 2; }
+done
