@@ -37,6 +37,11 @@ void Context::require_vision() const {
   if (!model_->vision()) throw Error("the model was loaded without an mmproj: it cannot read images", ErrorKind::no_vision);
 }
 
+int64_t default_n_ctx(int n_images, int64_t image_max_tokens, int64_t n_predict) {
+  const int64_t base = ContextOptions{}.n_ctx;
+  return n_images > 0 ? std::max(base, n_images * (image_max_tokens + 2) + kPromptRoom + n_predict) : base;
+}
+
 std::pair<int, int> image_token_limits(int min_tokens, int max_tokens, int default_min, int default_max) {
   if (min_tokens < 0 || max_tokens < 0) throw Error("image token limits must not be negative", ErrorKind::invalid_argument);
   if (!min_tokens) min_tokens = max_tokens ? std::min(default_min, max_tokens) : default_min;

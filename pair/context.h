@@ -34,6 +34,12 @@ struct ContextOptions {
 // as far as it must not to cross it. Negative, or max below min: Error invalid_argument.
 std::pair<int, int> image_token_limits(int min_tokens, int max_tokens, int default_min, int default_max);
 
+// The context a job gets when none is given: 4096, or room for n_images images of image_max_tokens
+// rows each with their start and end tokens, a chat prompt (kPromptRoom rows) and n_predict tokens,
+// whichever is larger, so that a big page never fails for the context after its encode.
+inline constexpr int64_t kPromptRoom = 256;
+int64_t default_n_ctx(int n_images, int64_t image_max_tokens, int64_t n_predict);
+
 class Context {
  public:
   // pool: the workers to run on (borrowed; e.g. the ones the model was loaded with); null: the

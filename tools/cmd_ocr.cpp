@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "include/ckjit.h"
+#include "pair/context.h"
 #include "runtime/error.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
@@ -109,11 +110,10 @@ int ocr_main(const std::vector<std::string>& args) {
   o.n_predict = vm["n-predict"].as<int>();
   o.threads = vm.count("threads") ? vm["threads"].as<int>() : 0;
   o.vision_precision = vm["vision-precision"].as<std::string>();
-  // Without -c the context holds the largest page --image-max-tokens allows with its start and end
-  // tokens, the prompt (a chat turn: kPromptRoom rows) and -n: a big page never fails after encoding.
-  constexpr int kPromptRoom = 256;
+  // Without -c the context holds the largest page --image-max-tokens allows (the library's default
+  // for one image a page, pair/context.h): a big page never fails after encoding.
   o.n_ctx = vm.count("ctx-size") ? vm["ctx-size"].as<int>()
-                                 : std::max(4096, vm["image-max-tokens"].as<int>() + 2 + kPromptRoom + vm["n-predict"].as<int>());
+                                 : int(ckjit::pair::default_n_ctx(1, vm["image-max-tokens"].as<int>(), vm["n-predict"].as<int>()));
   o.temp = vm["temp"].as<float>();
   o.seed = vm["seed"].as<uint64_t>();
   o.repeat_penalty = vm["repeat-penalty"].as<float>();

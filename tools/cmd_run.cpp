@@ -128,13 +128,10 @@ int run_main(const std::vector<std::string>& args) {
   // The embedded default generates a short answer unless -n says otherwise (a page of a few lines
   // for the trained model).
   const int n_predict = embedded_default && vm["n-predict"].defaulted() ? (trained_default ? 96 : 32) : vm["n-predict"].as<int>();
-  // Without -c: 4096, or with images room for each at --image-max-tokens (with its start and end
-  // tokens), a prompt of kPromptRoom rows and -n, so that a big page never fails for the context.
-  constexpr int kPromptRoom = 256;
+  // Without -c: the library's default for this many images at --image-max-tokens and -n.
   const int n_images = vm.count("image") ? int(vm["image"].as<std::vector<std::string>>().size()) : embedded_default ? 1 : 0;
-  const int n_ctx = vm.count("ctx-size")
-                        ? vm["ctx-size"].as<int>()
-                        : n_images ? std::max(4096, n_images * (vm["image-max-tokens"].as<int>() + 2) + kPromptRoom + n_predict) : 4096;
+  const int n_ctx = vm.count("ctx-size") ? vm["ctx-size"].as<int>()
+                                         : int(ckjit::pair::default_n_ctx(n_images, vm["image-max-tokens"].as<int>(), n_predict));
   const bool verbose = vm.count("verbose") > 0;
   const std::string attention =
       vm.count("attention") ? vm["attention"].as<std::string>() : vm.count("llama-order") ? "llama" : "tiled";

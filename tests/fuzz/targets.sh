@@ -27,6 +27,6 @@ declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
 # FUZZ_TARGETS="a b": only those (a campaign for some targets); every one by default.
 ALL_TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
 read -r -a TARGETS <<< "${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
-for t in "${TARGETS[@]}"; do
-  [[ " ${ALL_TARGETS[*]} " == *" $t "* ]] || { echo "FUZZ_TARGETS: unknown target $t (one of: ${ALL_TARGETS[*]})" >&2; exit 2; }
+for target_ in "${TARGETS[@]}"; do  # not $t: coverage.sh sets t before sourcing this file
+  [[ " ${ALL_TARGETS[*]} " == *" $target_ "* ]] || { echo "FUZZ_TARGETS: unknown target $target_ (one of: ${ALL_TARGETS[*]})" >&2; exit 2; }
 done
