@@ -517,7 +517,9 @@ TEST_CASE("ckjit ocr: a journal on a small filesystem that fills mid-job stops n
 
   // Two 4 KiB pages: the settings file takes one, the journal gets the other; its append that needs
   // a third fails (ENOSPC). With --format md each page file takes a page of its own too (a 5-page disk).
-  for (const auto& [size, extra] : {std::pair<std::string, std::string>{"8k", ""}, {"20k", "--format md"}}) {
+  // Plain variables, not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+  for (const auto& disk : {std::pair<std::string, std::string>{"8k", ""}, {"20k", "--format md"}}) {
+    const std::string size = disk.first, extra = disk.second;
     CAPTURE(extra);
     const fs::path kept = root / ("kept" + std::to_string(extra.size()));
     fs::remove_all(kept);
