@@ -32,7 +32,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 void model_defaults(ckjit_model_params& p) {
   p.use_profile = 1;
   p.n_sessions = 1;
-  p.image_max_tokens = 4096;
+  p.image_max_tokens = pair::ContextOptions{}.image_max_tokens;  // a session's default, counted at load
 }
 void session_defaults(ckjit_session_params&) {}
 void generate_defaults(ckjit_generate_params& p) {

@@ -45,7 +45,7 @@ std::unique_ptr<ServerState> load(const ServerOptions& o) {
   mp.vision_precision = o.vision_precision.c_str();
   mp.n_batch = o.n_batch;
   mp.n_sessions = o.parallel;  // every session's KV cache and largest image counted before the weights load
-  mp.image_max_tokens = o.image_max_tokens > 0 ? o.image_max_tokens : 4096;
+  if (o.image_max_tokens > 0) mp.image_max_tokens = o.image_max_tokens;  // else the library's default
   // Without --mmproj: the projector beside the model when its folder has one, else text only.
   mp.find_mmproj = CKJIT_MMPROJ_FIND_IF_ANY;
   if (const ckjit_status ls = ckjit_model_load(o.model.c_str(), o.mmproj.empty() ? nullptr : o.mmproj.c_str(), &mp, &st->model); ls != CKJIT_OK)
