@@ -264,6 +264,25 @@ TEST_CASE("serve hostile: slow clients cannot hold the workers: /health answers 
     CHECK(answer.find("Retry-After: 1") != std::string::npos);
     CHECK(answer.find("server_busy") != std::string::npos);
   }
+  {
+    // A client still sending its body when the 503 comes (a large image, a loaded machine) must
+    // be able to send it all and then read the answer: the triage reads the rest away while it
+    // comes, and closes only after; a close before it came fails the client's send (EPIPE).
+    Conn k(s.port());
+    REQUIRE(k.connected());
+    const size_t chunk = 16384, chunks = 48;
+    REQUIRE(k.send_all(post_head("/v1/chat/completions", "Content-Length: " + std::to_string(chunk * chunks) + "\r\n")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the 503 is sent meanwhile
+    bool sent = true;
+    for (size_t i = 0; i < chunks && sent; ++i) {
+      sent = k.send_all(std::string(chunk, 'x'));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(sent);
+    const std::string answer = k.read_until_close(5.0 * slow_factor());
+    CHECK(status_of(answer) == 503);
+    CHECK(k.closed());
+  }
 
   // Within the request deadline (plus a margin) every slow client is cut off, and a request that
   // waited in line behind them is served.

@@ -29,11 +29,16 @@ thread_local Role t_role = Role::Worker;
 thread_local bool t_close = false;  // close after this answer
 struct Waiting;
 thread_local std::vector<Waiting>* t_triage = nullptr;  // the triage thread's connections
+struct Lingering;
+thread_local std::vector<Lingering>* t_lingering = nullptr;  // the triage thread's answered ones
 
 constexpr auto kFirstBytes = milliseconds(500);  // a new connection's first bytes, in triage
 constexpr auto kHealthRequest = milliseconds(1000);  // a whole /health request, in triage
 constexpr size_t kMaxTriage = 256;  // connections watched at once; past it a 503 at once
 constexpr size_t kPeek = 8192;      // the most of a /health request looked at
+constexpr auto kLinger = milliseconds(2000);  // an answered connection's rest read away, in triage
+constexpr size_t kMaxLingering = 512;       // past it, the old blocking 50 ms read-away
+constexpr size_t kLingerBytes = size_t(4) << 20;  // the most read away from one connection
 
 bool wait_fd(socket_t fd, short events, int ms) {
   pollfd p{fd, events, 0};
@@ -187,6 +192,35 @@ void close_gently(socket_t sock, milliseconds for_at_most) {
   ::close(sock);
 }
 
+// A connection the triage answered (503, /health): its write side shut, what the client still sends
+// read away until it closes or the time is up. In the triage's poll, not a blocking wait: under
+// load a client's body can come well after its head, and a client still sending when the socket
+// closes gets a broken pipe on its send and never reads the answer.
+struct Lingering {
+  socket_t fd;
+  Clock::time_point until;
+  size_t read = 0;
+};
+
+void linger_close(socket_t sock) {
+  if (!t_lingering || t_lingering->size() >= kMaxLingering) return close_gently(sock, milliseconds(50));
+  ::shutdown(sock, SHUT_WR);
+  t_lingering->push_back({sock, Clock::now() + kLinger});
+}
+
+// Reads what a lingering connection has; false once it is closed (EOF, error, cap or time).
+bool linger_read(Lingering& l) {
+  char sink[16384];
+  for (;;) {
+    const ssize_t n = ::recv(l.fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && Clock::now() < l.until) return true;
+    if (n > 0 && (l.read += size_t(n)) < kLingerBytes) continue;
+    ::close(l.fd);
+    return false;
+  }
+}
+
 // A whole answer written at once, without waiting long: the triage never blocks on one client.
 void send_answer(socket_t sock, int status, const char* reason, const std::string& body, bool retry) {
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: application/json\r\nContent-Length: " +
@@ -323,13 +357,15 @@ class GuardedServer::Pool final : public httplib::TaskQueue {
 void GuardedServer::Pool::triage_loop() {
   t_role = Role::Triage;
   std::vector<Waiting> watched;
+  std::vector<Lingering> lingering;
   t_triage = &watched;
+  t_lingering = &lingering;
   for (;;) {
     std::deque<std::function<void()>> fresh;
     {
       std::unique_lock<std::mutex> l(mu_);
       triage_size_ = watched.size();
-      if (watched.empty()) triage_cv_.wait(l, [&] { return stop_triage_ || !triage_.empty(); });
+      if (watched.empty() && lingering.empty()) triage_cv_.wait(l, [&] { return stop_triage_ || !triage_.empty(); });
       if (stop_triage_) break;
       fresh.swap(triage_);
     }
@@ -340,14 +376,27 @@ void GuardedServer::Pool::triage_loop() {
       next = std::min(next, w.until);
       if (!w.idle) fds.push_back({w.fd, POLLIN, 0});
     }
+    const size_t first_lingering = fds.size();
+    for (const Lingering& g : lingering) {
+      next = std::min(next, g.until);
+      fds.push_back({g.fd, POLLIN, 0});
+    }
     const bool any_idle = std::any_of(watched.begin(), watched.end(), [](const Waiting& w) { return w.idle; });
     int r;
     do r = ::poll(fds.data(), fds.size(), any_idle ? std::min(20, ms_until(next)) : ms_until(next));
     while (r < 0 && errno == EINTR);
+    std::vector<Lingering> still;  // first: those answered below join the list after this look
+    for (size_t i = 0; i < lingering.size(); ++i) {
+      Lingering& g = lingering[i];
+      if (fds[first_lingering + i].revents == 0 && Clock::now() < g.until) still.push_back(g);
+      else if (linger_read(g)) still.push_back(g);
+    }
+    lingering.swap(still);
     std::vector<Waiting> keep;
     for (Waiting& w : watched) {
-      const auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == w.fd; });
-      const bool ready = w.idle || (it != fds.end() && it->revents != 0);
+      const auto end = fds.begin() + std::ptrdiff_t(first_lingering);
+      const auto it = std::find_if(fds.begin(), end, [&](const pollfd& p) { return p.fd == w.fd; });
+      const bool ready = w.idle || (it != end && it->revents != 0);
       if (Clock::now() >= w.until) {  // first: a connection that stays undecided must not stay for ever
         if (w.started) ::close(w.fd);  // a /health request that did not finish in time
         else hand_on(w.fd, "");         // no bytes yet: a place in line like any other request
@@ -360,7 +409,9 @@ void GuardedServer::Pool::triage_loop() {
     watched.swap(keep);
   }
   for (const Waiting& w : watched) ::close(w.fd);
+  for (const Lingering& g : lingering) ::close(g.fd);
   t_triage = nullptr;
+  t_lingering = nullptr;
 }
 
 void GuardedServer::Pool::triage_look(Waiting& w, std::vector<Waiting>& keep) {
@@ -393,7 +444,7 @@ void GuardedServer::Pool::triage_look(Waiting& w, std::vector<Waiting>& keep) {
     if (h.rfind("HEAD", 0) == 0) body.clear();
     send_answer(w.fd, status, status == 200 ? "OK" : "Service Unavailable", body, false);
     if (server_.limits_.answered) server_.limits_.answered("/health", status);
-    close_gently(w.fd, milliseconds(50));
+    linger_close(w.fd);
     return;
   }
   if (size_t(n) == sizeof head) {
@@ -410,7 +461,7 @@ void GuardedServer::Pool::hand_on(socket_t fd, const std::string& path) {
   if (wait_in_line([server, fd] { server->process_and_close_socket(fd); })) return;
   send_answer(fd, 503, "Service Unavailable", server_.limits_.busy_body, true);
   if (server_.limits_.answered) server_.limits_.answered(path, 503);
-  close_gently(fd, milliseconds(50));
+  linger_close(fd);
 }
 
 GuardedServer::GuardedServer(ConnectionLimits limits) : limits_(std::move(limits)) {
@@ -422,6 +473,10 @@ GuardedServer::GuardedServer(ConnectionLimits limits) : limits_(std::move(limits
 
 void GuardedServer::close_after_answer() { t_close = true; }
 
+void GuardedServer::widen_backlog() {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);  // listen again: Linux takes the new backlog
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   switch (t_role) {
     case Role::Triage:
@@ -429,7 +484,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         t_triage->push_back({sock, Clock::now() + kFirstBytes});
       } else {
         send_answer(sock, 503, "Service Unavailable", limits_.busy_body, true);
-        close_gently(sock, milliseconds(50));
+        linger_close(sock);
       }
       return true;
     case Role::Closing:

@@ -41,6 +41,11 @@ class GuardedServer : public httplib::Server {
   // request cannot be found in the bytes).
   static void close_after_answer();
 
+  // After bind_to_port: the listening socket's backlog raised to the system's cap. Debian's
+  // httplib listens with a backlog of 5, so a burst of connections while the accept loop is busy
+  // waits on SYN retries (a second or more) or, on Linux, can end in a reset.
+  void widen_backlog();
+
  private:
   class Pool;
   class Triage;

@@ -316,6 +316,7 @@ int run_server(const ServerOptions& o) {
       ckjit_model_free(st->model);
       throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port));
     }
+    svr.widen_backlog();
     std::fprintf(stderr, "ckjit serve: model '%s', %d session(s)%s, listening on http://%s:%d\n", st->model_name.c_str(), o.parallel,
                  st->batcher ? " decoding in one batch" : "", o.host.c_str(), port);
     std::fflush(stderr);
