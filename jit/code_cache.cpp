@@ -15,11 +15,8 @@
 
 namespace ckjit::jit {
 
-JitKernel::JitKernel(std::unique_ptr<Emitter> code) : code_(std::move(code)) {
-  // AutoGrow buffers are plain read-write memory; ready() resolves labels and switches the pages
-  // to read+exec.
-  code_->ready(Xbyak::CodeArray::PROTECT_RE);
-  entry_ = code_->getCode();
+JitKernel::JitKernel(std::unique_ptr<GeneratedCode> code) : code_(std::move(code)) {
+  entry_ = code_->make_executable();
   runnable_ = kernel_runs(code_->spec(), runtime_isa());
   if (std::getenv("CKJIT_PERF_MAP")) add_to_perf_map();
 }
@@ -30,7 +27,7 @@ void JitKernel::add_to_perf_map() const {
   std::lock_guard<std::mutex> lock(mu);
   const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
   if (std::FILE* f = std::fopen(path.c_str(), "a")) {
-    std::fprintf(f, "%llx %zx ckjit[%s]\n", (unsigned long long)(uintptr_t)entry_, code_->getSize(),
+    std::fprintf(f, "%llx %zx ckjit[%s]\n", (unsigned long long)(uintptr_t)entry_, code_->code_size(),
                  spec().to_string().c_str());
     std::fclose(f);
   }
@@ -124,7 +121,7 @@ std::string hex_dump(const uint8_t* p, size_t n) {
   return o.str() + "\n";
 }
 
-std::string objdump(const uint8_t* p, size_t n) {
+std::string objdump(const uint8_t* p, size_t n, const char* machine) {
   char path[] = "/tmp/ckjit-kernel-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) return hex_dump(p, n);
@@ -132,7 +129,7 @@ std::string objdump(const uint8_t* p, size_t n) {
   ::close(fd);
   std::string out;
   if (ok) {
-    std::string cmd = std::string("objdump -D -b binary -mi386:x86-64 -M intel --no-show-raw-insn ") + path + " 2>&1";
+    std::string cmd = std::string("objdump -D -b binary ") + machine + " --no-show-raw-insn " + path + " 2>&1";
     if (FILE* f = popen(cmd.c_str(), "r")) {
       char buf[4096];
       size_t got;
@@ -153,7 +150,7 @@ std::string describe_kernel(const std::string& spec_text) {
   o << "spec: " << spec.to_string() << "\n"
     << "code: " << k.size() << " bytes\n";
   const auto* p = static_cast<const uint8_t*>(k.entry());
-  o << (have_objdump() ? objdump(p, k.size()) : hex_dump(p, k.size()));
+  o << (have_objdump() ? objdump(p, k.size(), k.objdump_options()) : hex_dump(p, k.size()));
   return o.str();
 }
 

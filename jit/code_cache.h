@@ -7,14 +7,14 @@
 #include <string>
 #include <unordered_map>
 
-#include "jit/emitter.h"
+#include "jit/generated_code.h"
 #include "jit/kernel_spec.h"
 
 namespace ckjit::jit {
 
 class JitKernel {
  public:
-  explicit JitKernel(std::unique_ptr<Emitter> code);
+  explicit JitKernel(std::unique_ptr<GeneratedCode> code);
   const KernelSpec& spec() const { return code_->spec(); }
   // Whether this process may execute the kernel (CPUID, OS state, CKJIT_MAX_ISA); emitting never
   // needs it, calling does (run_tile and the quantize helpers check it).
@@ -22,13 +22,14 @@ class JitKernel {
   // Throws ckjit::Error when the kernel cannot run here.
   void require_runnable() const;
   const void* entry() const { return entry_; }
-  size_t size() const { return code_->getSize(); }
+  size_t size() const { return code_->code_size(); }
+  const char* objdump_options() const { return code_->objdump_options(); }
   template <class Fn> Fn as() const { return reinterpret_cast<Fn>(const_cast<void*>(entry_)); }
 
  private:
   // CKJIT_PERF_MAP=1: lists the kernel in /tmp/perf-<pid>.map so `perf report` can name it.
   void add_to_perf_map() const;
-  std::unique_ptr<Emitter> code_;
+  std::unique_ptr<GeneratedCode> code_;
   const void* entry_ = nullptr;
   bool runnable_ = false;
 };

@@ -11,7 +11,7 @@ std::unique_ptr<Emitter> make_quantize_q80_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_dense_emitter(const KernelSpec& spec);
 std::unique_ptr<Emitter> make_amx_bf16_emitter(const KernelSpec& spec);
 
-std::unique_ptr<Emitter> emit_kernel(const KernelSpec& spec) {
+std::unique_ptr<GeneratedCode> emit_kernel(const KernelSpec& spec) {
   spec.validate();
   if (spec.op == Op::Dense) return spec.isa == IsaPath::Amx ? make_amx_bf16_emitter(spec) : make_dense_emitter(spec);
   if (spec.op == Op::Quantize) {

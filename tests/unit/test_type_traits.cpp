@@ -82,7 +82,7 @@ TEST_SUITE("quants") {
         s.mr = isa == jit::IsaPath::Amx ? 16 : 2;
         s.nr = 2;
         CAPTURE(jit::isa_name(isa));
-        CHECK(jit::emit_kernel(s)->getSize() > 0);
+        CHECK(jit::emit_kernel(s)->code_size() > 0);
       }
     }
     CHECK(jit_types == 4);  // Q4_K, Q5_K, Q6_K, Q8_0 today: a new row must come with its test data
