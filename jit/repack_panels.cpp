@@ -86,10 +86,6 @@ std::unique_ptr<uint8_t, FreeDeleter> alloc_packed(size_t bytes, const char* wha
 
 namespace detail {
 
-bool simd_repack_available() {
-  return runtime_isa().avx2;  // the repack's output is the same bytes either way
-}
-
 PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t block_bytes) {
   if (panel != 8 && panel != 16) throw Error("repack: panel must be 8 or 16 rows");
   const int64_t kb = type == TensorType::Q8_0 ? quant::QK8_0 : quant::QK_K;

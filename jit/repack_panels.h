@@ -5,7 +5,6 @@
 #include <type_traits>
 
 #include "jit/packed_weights.h"
-#include "jit/transpose_avx2.h"
 #include "runtime/error.h"
 #include "runtime/quants/quant_internal.h"
 
@@ -20,14 +19,15 @@ PackedWeights allocate(TensorType type, int64_t n, int64_t k, int panel, int64_t
 //  - pack_full(first row's block, row stride in blocks, panel super-block): all `panel` rows of a
 //    full panel at once, every byte of the super-block written (padding zeroed) — the same bytes
 //    as pack, without the zero fill (a second pass over ~1 GB) and with whole-vector stores.
-// pack_full is used where `simd` and the CPU allow it; pass nullptr where a type has none.
+// pack_full is used where `simd` says (the caller's: a full-panel packer runs here, repack_full.h);
+// pass nullptr where a type has none.
 template <class Block, class Pack, class PackFull>
 PackedWeights repack_panels(TensorType type, const Block* src, int64_t n, int64_t k, int panel, int threads,
                             int64_t block_bytes, bool simd, Pack pack, PackFull pack_full) {
   PackedWeights w = allocate(type, n, k, panel, block_bytes);
   const int64_t nb = w.panel_stride / block_bytes;
   constexpr bool has_full = !std::is_same_v<PackFull, std::nullptr_t>;
-  const bool fast = has_full && simd && simd_repack_available();
+  const bool fast = has_full && simd;
   for_each_panel(w, threads, [&](int64_t p) {
     uint8_t* pp = w.data.get() + p * w.panel_stride;
     const Block* rows = src + p * panel * nb;

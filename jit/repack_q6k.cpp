@@ -1,5 +1,6 @@
 // Load-time repacking of Q6_K rows into panels (layout in packed_weights.h): the 6-bit quants are
 // recombined into one byte each so the kernels feed them straight to vpdpbusd.
+#include "jit/repack_full.h"
 #include "jit/repack_panels.h"
 
 namespace ckjit::jit {
@@ -45,49 +46,15 @@ void pack_row(const Q6KPanelLayout& L, const quant::BlockQ6_K& x, uint8_t* dst, 
   put_scales(L, x, dst, l);
 }
 
-// q6k_quants with 32 quants per vector: the 16-bit shifts carry bits across bytes, which the
-// per-byte masks then drop.
-CKJIT_AVX2 void q6k_quants_avx2(const quant::BlockQ6_K& b, uint8_t u[256]) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-  for (int h = 0; h < 2; ++h) {
-    const __m256i lo0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-    const __m256i lo1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-    const __m256i v[4] = {
-        _mm256_or_si256(_mm256_and_si256(lo0, m4), _mm256_and_si256(_mm256_slli_epi16(hi, 4), m30)),
-        _mm256_or_si256(_mm256_and_si256(lo1, m4), _mm256_and_si256(_mm256_slli_epi16(hi, 2), m30)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo0, 4), m4), _mm256_and_si256(hi, m30)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hi, 2), m30))};
-    for (int q = 0; q < 4; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + 128 * h + 32 * q), v[q]);
-  }
-}
-
-// A full panel's block: every 8 quads (32 bytes) of 8 rows' quants is one 8 x 8 transpose.
-CKJIT_AVX2 void pack_full(const Q6KPanelLayout& L, const quant::BlockQ6_K* x, int64_t stride, uint8_t* dst) {
-  alignas(32) uint8_t u[8][256];
-  for (int h = 0; h < L.P / 8; ++h) {
-    const uint8_t* rows[8];
-    for (int i = 0; i < 8; ++i) q6k_quants_avx2(x[(8 * h + i) * stride], u[i]);
-    for (int g = 0; g < 8; ++g) {
-      for (int i = 0; i < 8; ++i) rows[i] = u[i] + 32 * g;
-      detail::transpose8x8_32(rows, dst + L.u(8 * g) + 32 * h, L.P * 4);
-    }
-    // The 8 scale pairs of 8 rows: a transpose of 16-bit pairs.
-    for (int i = 0; i < 8; ++i) rows[i] = reinterpret_cast<const uint8_t*>(x[(8 * h + i) * stride].scales);
-    detail::transpose8x8_16(rows, dst + L.scp(0) + 16 * h, L.P * 2);
-  }
-  for (int l = 0; l < L.P; ++l) std::memcpy(dst + L.d() + 2 * l, &x[l * stride].d, 2);
-  std::memset(dst + L.d() + 2 * L.P, 0, size_t(L.bytes() - L.d() - 2 * L.P));  // the padding
-}
-
 }  // namespace
 
 PackedWeights repack_q6_K(const quant::BlockQ6_K* src, int64_t n, int64_t k, int panel, int threads, bool simd) {
   const Q6KPanelLayout L{panel};
+  const detail::FullPackers* full = simd ? detail::full_packers() : nullptr;
   return detail::repack_panels(
-      TensorType::Q6_K, src, n, k, panel, threads, L.bytes(), simd,
+      TensorType::Q6_K, src, n, k, panel, threads, L.bytes(), full != nullptr,
       [&](const quant::BlockQ6_K& x, uint8_t* dst, int l) { pack_row(L, x, dst, l); },
-      [&](const quant::BlockQ6_K* x, int64_t stride, uint8_t* dst) { pack_full(L, x, stride, dst); });
+      [&](const quant::BlockQ6_K* x, int64_t stride, uint8_t* dst) { full->q6_K(L, x, stride, dst); });
 }
 
 void unpack_q6_K(const PackedWeights& w, quant::BlockQ6_K* dst) {

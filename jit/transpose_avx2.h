@@ -3,15 +3,13 @@
 // elements, row j of the output holds element j of every source row, in source-row order. The
 // panel layouts interleave rows exactly this way (a 4-byte quad or one 16-bit / 32-bit value per
 // row), so a transpose writes whole 32- or 16-byte runs where a scalar walk writes 2 or 4 bytes.
-// Callers check simd_repack_available() and otherwise take their scalar walk.
+// Callers run them only where the process may run AVX2 (repack_full_avx2.cpp's full_packers(),
+// vision/dense_linear.cpp's list).
 #include <immintrin.h>
 
 #include <cstdint>
 
 namespace ckjit::jit::detail {
-
-// Whether the CPU runs these (AVX2): checked once.
-bool simd_repack_available();
 
 #define CKJIT_AVX2 __attribute__((target("avx2")))
 // Inlined into their (CKJIT_AVX2) callers: a call per 8 x 8 block spills the row pointers.
