@@ -8,7 +8,7 @@ target_compile_definitions(ckjit PRIVATE
 if(BUILD_TESTING)
   include(cmake/discover_tests.cmake)
   set(CKJIT_PORTABLE_TESTS chat_template gbnf gguf_hostile gguf_roundtrip gguf_stream_write image image_exif
-      image_tiff_webp quants sampler synth tokenizer_parts tokenizer_qwen3 topology)
+      image_libs image_tiff_webp quants sampler synth tokenizer_parts tokenizer_qwen3 topology)
   list(TRANSFORM CKJIT_PORTABLE_TESTS PREPEND ${PROJECT_SOURCE_DIR}/tests/unit/test_)
   list(TRANSFORM CKJIT_PORTABLE_TESTS APPEND .cpp)
   pkg_check_modules(WEBPMUX REQUIRED IMPORTED_TARGET libwebpmux)

@@ -9,6 +9,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config git binutils python3 
   chromium chromium-driver  # chromium: the report.html rendering test (tests/unit/test_run_report.cpp)
   clang libclang-rt-14-dev  # clang + its libFuzzer runtime: tests/fuzz/build.sh
   libtiff-dev libwebp-dev  # TIFF (every page) and WebP images (runtime/image)
+  libjpeg62-turbo-dev libpng-dev libgif-dev  # JPEG, PNG and GIF images (runtime/image)
   libcpp-httplib-dev nlohmann-json3-dev curl  # ckjit serve (HTTP, JSON) and its tests' client
   libpoppler-cpp-dev poppler-utils  # ckjit ocr: PDF pages rasterized (poppler-utils: test PDFs' checks)
   haproxy  # the scale-out recipe's load balancer (tests/serve)

@@ -7,7 +7,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 PKGS=(g++-aarch64-linux-gnu qemu-user libasmjit-dev:arm64 libhwloc-dev:arm64 libboost-program-options-dev:arm64
-      libstb-dev:arm64 libtiff-dev:arm64 libwebp-dev:arm64)
+      libstb-dev:arm64 libtiff-dev:arm64 libwebp-dev:arm64
+      libjpeg62-turbo-dev:arm64 libpng-dev:arm64 libgif-dev:arm64)
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
 if ((${#missing[@]})); then

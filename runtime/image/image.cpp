@@ -9,9 +9,10 @@
 
 #include "runtime/error.h"
 #include "runtime/image/exif.h"
-#include "runtime/image/gif_check.h"
-#include "runtime/image/jpeg_check.h"
-#include "runtime/image/png_check.h"
+#include "runtime/image/gif_decoder.h"
+#include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/limits.h"
+#include "runtime/image/png_decoder.h"
 #include "runtime/image/stb_decoder.h"
 #include "runtime/image/tiff_decoder.h"
 #include "runtime/image/webp_decoder.h"
@@ -57,8 +58,8 @@ uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) <
 uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 int32_t le32(const uint8_t* p) { return int32_t(uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24); }
 
-// The size the header claims, read here so that a huge claim is named as such (stb refuses it
-// with a generic message); false when the header is too short to say.
+// The size the header claims, read here so that a huge claim is refused with the same message in
+// every format before a library parses more; false when the header is too short to say.
 bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   if (f == Format::Png && b.size() >= 24) {
     w = be32(b.data() + 16), h = be32(b.data() + 20);
@@ -87,9 +88,9 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   return false;
 }
 
-// The most one allocation of stb's may take for a W x H image of `file` bytes: 16-bit RGBA rows
-// with their filter bytes, stb's doubling growth, blocks padded to whole MCUs, and the compressed
-// data itself, with room to spare. A legitimate file never comes near it; a decompression bomb does.
+// The most one allocation of stb's (BMP) or libtiff's may take for a W x H image of `file` bytes:
+// 16-bit RGBA rows, growth by doubling, and the compressed data itself, with room to spare. A
+// legitimate file never comes near it; a decompression bomb does.
 size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
   return size_t(16 * (w + 64) * (h + 64)) + 2 * file + (size_t(16) << 20);
 }
@@ -97,18 +98,6 @@ size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
 }  // namespace
 
 namespace {
-
-bool too_big(int64_t w, int64_t h, const DecodeLimits& limits) {
-  return w > limits.max_side || h > limits.max_side || w * h > limits.max_pixels;
-}
-[[noreturn]] void refuse_size(const std::string& name, int64_t w, int64_t h, const DecodeLimits& limits) {
-  throw Error(name + ": image header claims " + std::to_string(w) + " x " + std::to_string(h) + " pixels, above the limit of " +
-              std::to_string(limits.max_pixels) + " pixels (" + std::to_string(limits.max_side) + " per side)");
-}
-void check_pixels(const std::string& name, int64_t w, int64_t h, const DecodeLimits& limits) {
-  if (w < 1 || h < 1) throw Error(name + ": image has no pixels (" + std::to_string(w) + " x " + std::to_string(h) + ")");
-  if (too_big(w, h, limits)) refuse_size(name, w, h, limits);
-}
 
 // A TIFF's pages, the page's name in errors ("NAME page 2" for all but a one-page file).
 std::string page_name(const std::string& name, int page, int pages) {
@@ -127,6 +116,40 @@ Header read_library_header(std::span<const uint8_t> bytes, const std::string& na
   return Header{format, int(pages[0].width), int(pages[0].height), 3, 1, int(pages.size())};
 }
 
+// PNG, JPEG and GIF: the header as their libraries read it; BMP: as stb_image reads it.
+void library_info(std::span<const uint8_t> bytes, const std::string& name, Format format, const DecodeLimits& limits, int& w, int& h,
+                  int& channels) {
+  if (format == Format::Jpeg) {
+    const jpeg::Info in = jpeg::info(bytes, name);
+    w = in.width, h = in.height, channels = in.channels;
+  } else if (format == Format::Png) {
+    const png::Info in = png::info(bytes, name, limits);
+    w = in.width, h = in.height, channels = in.channels;
+  } else if (format == Format::Gif) {
+    const gif::Info in = gif::info(bytes, name);
+    w = in.width, h = in.height, channels = 3;
+  } else {
+    stb::Info in;
+    if (!stb::info(bytes, in)) throw Error(name + ": unreadable image header (" + stb::failure_reason() + ")");
+    w = in.width, h = in.height, channels = in.channels;
+  }
+}
+
+// BMP through stb_image, every allocation capped.
+Rgb8 decode_bmp(std::span<const uint8_t> bytes, const std::string& name, int w, int h) {
+  const size_t cap = max_decode_alloc(w, h, bytes.size());
+  const stb::Pixels px = stb::decode_rgb(bytes, cap);
+  if (px.over_cap)
+    throw Error(name + ": image data expands beyond what a " + std::to_string(w) + " x " + std::to_string(h) +
+                " image needs (one buffer over " + std::to_string(cap >> 20) + " MiB): refused as a decompression bomb");
+  if (!px.rgb) throw Error(name + ": corrupt or truncated image data (" + stb::failure_reason() + ")");
+  if (px.width != w || px.height != h) throw Error(name + ": decoded size differs from the header's");
+  Rgb8 out;
+  out.width = w, out.height = h;
+  out.pixels.assign(px.rgb.get(), px.rgb.get() + size_t(w) * size_t(h) * 3);
+  return out;
+}
+
 }  // namespace
 
 Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits) {
@@ -141,12 +164,8 @@ Header read_header(std::span<const uint8_t> bytes, const std::string& name, cons
   if (format == Format::Tiff || format == Format::Webp) return read_library_header(bytes, name, format, limits);
   int64_t cw = 0, ch = 0;
   if (header_size(bytes, format, cw, ch) && too_big(cw, ch, limits)) refuse_size(name, cw, ch, limits);
-  if (format == Format::Jpeg) check_jpeg_huffman_tables(bytes, name);
-  if (format == Format::Png) check_png_chunk_lengths(bytes, name);
-  if (format == Format::Gif) check_gif_first_frame(bytes, name);
-  stb::Info info;
-  if (!stb::info(bytes, info)) throw Error(name + ": unreadable image header (" + stb::failure_reason() + ")");
-  const int w = info.width, h = info.height, channels = info.channels;
+  int w = 0, h = 0, channels = 0;
+  library_info(bytes, name, format, limits, w, h, channels);
   check_pixels(name, w, h, limits);
   if (channels < 1 || channels > 4) throw Error(name + ": unsupported channel count " + std::to_string(channels));
   const int o = format == Format::Jpeg ? exif_orientation(bytes) : 1;
@@ -171,16 +190,11 @@ Rgb8 decode_page(std::span<const uint8_t> bytes, const std::string& name, int pa
   }
   const bool swapped = orientation_swaps_sides(hd.orientation);
   const int w = swapped ? hd.height : hd.width, h = swapped ? hd.width : hd.height;  // as stored
-  const size_t cap = max_decode_alloc(w, h, bytes.size());
-  const stb::Pixels px = stb::decode_rgb(bytes, cap);
-  if (px.over_cap)
-    throw Error(name + ": image data expands beyond what a " + std::to_string(w) + " x " + std::to_string(h) +
-                " image needs (one buffer over " + std::to_string(cap >> 20) + " MiB): refused as a decompression bomb");
-  if (!px.rgb) throw Error(name + ": corrupt or truncated image data (" + stb::failure_reason() + ")");
-  if (px.width != w || px.height != h) throw Error(name + ": decoded size differs from the header's");
-  out.width = w;
-  out.height = h;
-  out.pixels.assign(px.rgb.get(), px.rgb.get() + size_t(w) * size_t(h) * 3);
+  out = hd.format == Format::Jpeg  ? jpeg::decode_rgb(bytes, name, limits)
+        : hd.format == Format::Png ? png::decode_rgb(bytes, name, limits)
+        : hd.format == Format::Gif ? gif::decode_rgb(bytes, name, limits)
+                                   : decode_bmp(bytes, name, w, h);
+  if (out.width != w || out.height != h) throw Error(name + ": decoded size differs from the header's");
   // Phone photos stored sideways come out upright (llama.cpp's stb path does not turn them).
   return hd.orientation == 1 ? out : apply_orientation(out, hd.orientation);
 }

@@ -1,9 +1,12 @@
 #pragma once
-// Image decoding for the vision path: PNG, JPEG, BMP or GIF (first frame) (stb_image from Debian's libstb-dev, compiled in
-// runtime/image/stb_decoder.cpp with a cap on its allocations), TIFF (libtiff; every page) and WebP
-// (libwebp; an animation's first frame), from a file or from memory, always to 8-bit RGB (grey and grey+alpha are expanded, alpha is dropped, as
-// llama.cpp's mtmd loads images). Everything is validated before pixels are decoded: the format
-// by its signature, the dimensions and channel count from the header, a pixel limit against
+// Image decoding for the vision path, from a file or from memory, always to 8-bit RGB (grey and
+// grey+alpha are expanded, alpha is dropped, as llama.cpp's mtmd loads images), each format through
+// the library Debian ships and OSS-Fuzz runs: JPEG (libjpeg-turbo, runtime/image/jpeg_decoder.h),
+// PNG (libpng, png_decoder.h) and GIF's first frame (giflib, gif_decoder.h), decoded to the bytes
+// stb_image gave (PNG, GIF; JPEG within +-1 of stb's IDCT), TIFF (libtiff; every page), WebP (libwebp;
+// an animation's first frame), and BMP (stb_image, Debian having no BMP library, its allocations
+// capped). Everything is validated before pixels are decoded: the format by its signature, the
+// dimensions and channel count from the header the library reports, a pixel limit against
 // decompression bombs; truncated or corrupt data is an Error naming the image and the problem.
 #include <cstdint>
 #include <span>
@@ -40,7 +43,7 @@ struct Header {
   int pages = 1;                            // a TIFF's pages (each checked against the limits); 1 for the others
 };
 // The format and size from the header alone (no pixel decoded): every check decode() makes before
-// decoding (signature, size limits, JPEG tables). `name` stands for the image in error messages
+// decoding (signature, the library's header, size limits). `name` stands for the image in error messages
 // (a path, or "image 2 of the request").
 Header read_header(std::span<const uint8_t> bytes, const std::string& name, const DecodeLimits& limits = {});
 

@@ -16,18 +16,16 @@ bool over_cap(size_t n) {
   return true;
 }
 void* capped_malloc(size_t n) { return over_cap(n) ? nullptr : std::malloc(n); }
-void* capped_realloc(void* p, size_t n) { return over_cap(n) ? nullptr : std::realloc(p, n); }
+[[maybe_unused]] void* capped_realloc(void* p, size_t n) { return over_cap(n) ? nullptr : std::realloc(p, n); }
 
 }  // namespace
 
-// Only the formats stb reads for ckjit (image.cpp sniffs PNG, JPEG, BMP and GIF, whose first frame is
-// read): no code for the others.
+// Only BMP, which Debian has no library for (PNG, JPEG and GIF go through libpng, libjpeg-turbo and
+// giflib): no code for the others.
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
-#define STBI_ONLY_GIF
+#define STBI_NO_ZLIB  // zlib is PNG's, which libpng decodes
 #define STBI_NO_STDIO
 #define STBI_MALLOC(n) capped_malloc(n)
 #define STBI_REALLOC(p, n) capped_realloc(p, n)
@@ -37,6 +35,7 @@ void* capped_realloc(void* p, size_t n) { return over_cap(n) ? nullptr : std::re
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wunused-function"  // the PNG and GIF entry points stb declares for every build
 #endif
 #include <stb_image.h>
 #if defined(__GNUC__) && !defined(__clang__)

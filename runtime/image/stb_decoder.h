@@ -1,8 +1,8 @@
 #pragma once
-// stb_image (Debian's libstb-dev header), compiled here for PNG, JPEG, BMP and GIF only, with one hook:
-// every allocation stb makes while decoding is capped. stb inflates a PNG's whole zlib stream,
-// growing its buffer as it goes, so a small file that inflates to gigabytes (a decompression bomb)
-// would take that memory; with the cap, stb fails with "outofmem" and the decode reports it.
+// stb_image (Debian's libstb-dev header), compiled here for BMP only (no Debian library reads BMP;
+// PNG, JPEG and GIF go through libpng, libjpeg-turbo and giflib), with one hook: every allocation stb
+// makes while decoding is capped from the header's size, so a hostile header cannot take gigabytes;
+// with the cap, stb fails with "outofmem" and the decode reports it.
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -17,9 +17,9 @@ command -v "$CXX" >/dev/null || { echo "build.sh: $CXX not found (apt-get instal
 # The targets, their sources, flags and libraries (shared with coverage.sh).
 source "$ROOT/tests/fuzz/targets.sh"
 mkdir -p "$OUT"
-# stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in, so the decoder is
+# stb_image (runtime/image/stb_decoder.cpp: Debian's header, compiled in for BMP, so the decoder is
 # instrumented and capped as in ckjit) keeps ASan and UBSan's bounds,
-# null and alignment checks, which caught its Huffman-table overflow. UB that only changes values or
+# null and alignment checks, which caught its Huffman-table overflow when it still decoded JPEG. UB that only changes values or
 # touches nothing there (a null pointer plus 0 and a 0-byte memcpy to it, signed overflow and shifts in its
 # entropy decoder and IDCT) is not checked in stb's object alone: ckjit cannot patch stb, and such a
 # report says nothing about memory safety. ckjit's own code is built with every UBSan check.
@@ -74,7 +74,7 @@ build_all() {
   # The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
   # regression inputs under the instrumented decoder too.
   cp "$ROOT"/tests/fixtures/vision/images/* "$ROOT"/tests/fixtures/jpeg-variants/* "$ROOT"/tests/fixtures/hostile-images/* \
-    "$ROOT"/tests/fuzz/seeds/image/* "$OUT/image/corpus/"
+    "$ROOT"/tests/fixtures/decoder-variants/*.{png,gif,jpg} "$ROOT"/tests/fuzz/seeds/image/* "$OUT/image/corpus/"
   cp "$ROOT"/tests/fuzz/seeds/tokenizer/* "$OUT/tokenizer/corpus/"
   cp "$ROOT"/tests/fuzz/seeds/token_ids/* "$OUT/token_ids/corpus/"
   cp "$ROOT"/tests/fuzz/seeds/chat_request/* "$OUT/chat_request/corpus/"

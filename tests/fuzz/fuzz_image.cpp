@@ -1,5 +1,5 @@
-// libFuzzer target for image files: decode (PNG / JPEG / BMP / GIF through stb, validated; TIFF, every
-// page, through libtiff; WebP through libwebp) and Qwen3-VL
+// libFuzzer target for image files: decode (JPEG through libjpeg-turbo, PNG through libpng, GIF through
+// giflib, BMP through stb, validated; TIFF, every page, through libtiff; WebP through libwebp) and Qwen3-VL
 // preprocessing at a small token budget. Any input must give pixels or a ckjit::Error; any other
 // exception, crash or sanitizer report is a bug.
 #include <cstddef>

@@ -8,7 +8,8 @@ FLAGS=(-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer -I"$ROOT" -I/us
        -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 FUZZ=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 GGUF=("$ROOT"/runtime/gguf/*.cpp "$ROOT/runtime/tensor_type.cpp")
-# The image module without stb's translation unit, which is built on its own (below).
+# The image module (ckjit's side of libjpeg-turbo, libpng, giflib, libtiff and libwebp) without stb's
+# translation unit (BMP), which is built on its own (build.sh).
 IMAGE_SOURCES="$(ls "$ROOT"/runtime/image/*.cpp | grep -v '/stb_decoder.cpp$' | tr '\n' ' ')"
 declare -A SOURCES=(
   [gguf_reader]="${GGUF[*]}"
@@ -22,7 +23,7 @@ declare -A SOURCES=(
 )
 # Libraries a target links (not instrumented: their inputs still pass through ckjit's checks, and
 # ASan still sees their heap).
-IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux)"
+IMAGE_LIBS="$(pkg-config --libs libtiff-4 libwebp libwebpdemux libjpeg libpng) -lgif"
 declare -A LIBS=([image]="$IMAGE_LIBS" [chat_request]="$IMAGE_LIBS")
 # FUZZ_TARGETS="a b": only those (a campaign for some targets); every one by default.
 ALL_TARGETS=(gguf_reader image tokenizer token_ids model_load chat_request json_schema gbnf)
