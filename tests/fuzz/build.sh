@@ -70,6 +70,8 @@ build_all() {
   spawn "$CXX" "${FLAGS[@]}" "$ROOT/tests/fuzz/make_model_seeds.cpp" ${SOURCES[model_load]} "$ROOT"/runtime/synth/*.cpp "$ROOT"/runtime/tokenizer/*.cpp "$ROOT/runtime/json.cpp" -o "$OUT/make_model_seeds"
   finish
   # Seeds: small valid GGUF files, the test images (and BMPs of every bit depth), a few texts and id lists.
+  # Every target's corpus folder, built or not (FUZZ_TARGETS may name a few): the seeding is the same.
+  for t in "${ALL_TARGETS[@]}"; do mkdir -p "$OUT/$t/corpus"; done
   "$OUT/make_seeds" "$OUT/gguf_reader/corpus"
   # The image seeds include every hostile file found so far: libFuzzer runs each seed first, so they are
   # regression inputs under the instrumented decoder too.

@@ -163,6 +163,32 @@ TEST_CASE("numerical contract: image rows (--dump-embd) and the logits after the
   fs::remove_all(dir);
 }
 
+// A JPEG's pixels come from libjpeg-turbo (runtime/image/jpeg_decoder.cpp), which picks its own SIMD
+// at run time: its accurate integer IDCT and fancy upsampling must give the C code's bytes on every
+// path, or the contract breaks before the tower. JSIMD_FORCE* picks the path (read once per
+// process, hence one run each); a float IDCT (JDCT_FLOAT) would not pass this.
+TEST_CASE("numerical contract: a JPEG's image rows are the same bytes whichever SIMD path libjpeg-turbo takes") {
+  const fs::path dir = fs::temp_directory_path() / ("ckjit_contract_j_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  REQUIRE(synth_into("--preset tiny --seed 8 --name v", dir).status == 0);
+  const fs::path img = fs::path(CKJIT_FIXTURES_DIR) / "vision" / "images" / "big-640x480.jpg";
+  std::string first;
+  for (const char* env : {"JSIMD_FORCENONE=1", "JSIMD_FORCESSE2=1", "JSIMD_FORCEAVX2=1", ""}) {
+    CAPTURE(env);
+    CliResult r = run_ckjit("run -m '" + (dir / "v-Q4_K_M.gguf").string() + "' --mmproj '" + (dir / "mmproj-v-f16.gguf").string() +
+                                "' --image '" + img.string() + "' --image-max-tokens 64 -p 'x' -n 1 --dump-embd '" +
+                                (dir / "rows.f32").string() + "'",
+                            env);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    const std::string rows = slurp(dir / "rows.f32");
+    REQUIRE(rows.size() % (256u * 4u * 4u) == 0);
+    REQUIRE(!rows.empty());
+    if (first.empty()) first = rows;
+    else CHECK(rows == first);
+  }
+  fs::remove_all(dir);
+}
+
 // --vision-precision bf16 is not bound by the contract across CPUs (AMX's tdpbf16ps sums in its
 // own order), but its two implementations each keep their bits: the AMX tiles (matmuls and
 // attention) for any thread count, the f32 FMA fallback for any cap below AMX and any thread count; both within cosine
