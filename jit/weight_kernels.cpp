@@ -7,19 +7,6 @@
 
 namespace ckjit::jit {
 
-std::unique_ptr<Emitter> make_q4k_avx2_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q4k_avx512_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q4k_amx_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q5k_avx2_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q5k_avx512_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q5k_amx_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q6k_avx2_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q6k_avx512_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q6k_amx_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q80_avx2_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q80_avx512_emitter(const KernelSpec& spec);
-std::unique_ptr<Emitter> make_q80_amx_emitter(const KernelSpec& spec);
-
 namespace {
 
 template <class Layout>
@@ -37,17 +24,13 @@ PackedWeights repack_as(const void* blocks, int64_t n, int64_t k, int panel, int
 
 constexpr WeightKernels kRows[] = {
     {TensorType::Q4_K, TensorType::Q8_K, quant::QK_K, block_bytes_of<Q4KPanelLayout>,
-     repack_as<quant::BlockQ4_K, repack_q4_K>, ref_dot_q4k,
-     make_q4k_avx2_emitter, make_q4k_avx512_emitter, make_q4k_amx_emitter},
+     repack_as<quant::BlockQ4_K, repack_q4_K>, ref_dot_q4k},
     {TensorType::Q5_K, TensorType::Q8_K, quant::QK_K, block_bytes_of<Q5KPanelLayout>,
-     repack_as<quant::BlockQ5_K, repack_q5_K>, ref_dot_q5k,
-     make_q5k_avx2_emitter, make_q5k_avx512_emitter, make_q5k_amx_emitter},
+     repack_as<quant::BlockQ5_K, repack_q5_K>, ref_dot_q5k},
     {TensorType::Q6_K, TensorType::Q8_K, quant::QK_K, block_bytes_of<Q6KPanelLayout>,
-     repack_as<quant::BlockQ6_K, repack_q6_K>, ref_dot_q6k,
-     make_q6k_avx2_emitter, make_q6k_avx512_emitter, make_q6k_amx_emitter},
+     repack_as<quant::BlockQ6_K, repack_q6_K>, ref_dot_q6k},
     {TensorType::Q8_0, TensorType::Q8_0, quant::QK8_0, block_bytes_of<Q80PanelLayout>,
-     repack_as<quant::BlockQ8_0, repack_q8_0>, ref_dot_q80,
-     make_q80_avx2_emitter, make_q80_avx512_emitter, make_q80_amx_emitter},
+     repack_as<quant::BlockQ8_0, repack_q8_0>, ref_dot_q80},
 };
 
 constexpr bool rows_follow_the_type_list() {

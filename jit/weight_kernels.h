@@ -1,8 +1,9 @@
 #pragma once
 // One row per weight type the JIT matmuls take (as ggml's type_traits_cpu, or oneDNN's
-// implementation lists): its packed layout and repack, the scalar twin's dot product and the
-// emitter of each ISA path. Adding a weight type is one row here plus its kernels; emit_kernel,
-// the scalar twins, Linear, the planner and the cost model all read this table.
+// implementation lists): its packed layout and repack and the scalar twin's dot product, the parts
+// every architecture shares. Adding a weight type is one row here plus its kernels and a row in
+// each generator's table of emitters (x86: jit/emit_x86.cpp, with the same static_assert); the
+// scalar twins, Linear, the planner and the cost model read this table.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,9 +13,6 @@
 #include "jit/weight_types.h"
 
 namespace ckjit::jit {
-
-class Emitter;
-using EmitterMaker = std::unique_ptr<Emitter> (*)(const KernelSpec& spec);
 
 struct WeightKernels {
   TensorType wtype;
@@ -26,10 +24,6 @@ struct WeightKernels {
   PackedWeights (*repack)(const void* blocks, int64_t n, int64_t k, int panel, int threads);
   // The scalar twin: row l of a panel of P rows times one activation row over nb blocks.
   float (*twin_dot)(const uint8_t* panel, int P, int l, const uint8_t* xrow, int nb);
-  // Emitters of GEMM, GEMV and SwiGLU per path; AVX-VNNI runs the ymm emitter (vpdpbusd on spec.isa).
-  EmitterMaker ymm, zmm, amx;
-
-  EmitterMaker emitter(IsaPath isa) const { return isa == IsaPath::Amx ? amx : is_ymm_path(isa) ? ymm : zmm; }
 };
 
 // The row of weight type `w`, or nullptr when no JIT kernel multiplies it.
