@@ -55,11 +55,11 @@ std::string describe_other_format(std::span<const uint8_t> b) {
 namespace {
 
 uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
-uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 int32_t le32(const uint8_t* p) { return int32_t(uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24); }
 
-// The size the header claims, read here so that a huge claim is refused with the same message in
-// every format before a library parses more; false when the header is too short to say.
+// The size a PNG, BMP or GIF header claims at its fixed offsets, read here so that a huge claim is
+// refused with the same message in every format before a library parses more; false when the
+// header is too short to say, and for JPEG, whose size only libjpeg's header read finds.
 bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   if (f == Format::Png && b.size() >= 24) {
     w = be32(b.data() + 16), h = be32(b.data() + 20);
@@ -74,18 +74,7 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
     w = int64_t(b[6]) | int64_t(b[7]) << 8, h = int64_t(b[8]) | int64_t(b[9]) << 8;
     return true;
   }
-  if (f == Format::Jpeg) {  // the first SOFn segment
-    size_t i = 2;
-    while (i + 9 <= b.size() && b[i] == 0xff) {
-      const uint8_t m = b[i + 1];
-      if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
-        h = be16(b.data() + i + 5), w = be16(b.data() + i + 7);
-        return true;
-      }
-      i += 2 + be16(b.data() + i + 2);
-    }
-  }
-  return false;
+  return false;  // JPEG: its size comes from libjpeg's header read (no marker walk of ours)
 }
 
 // The most one allocation of stb's (BMP) or libtiff's may take for a W x H image of `file` bytes:
