@@ -1,5 +1,5 @@
 #pragma once
-// The packed layout of a BF16 weight matrix for the AMX op=dense kernel (jit/amx_bf16_emitter.cpp).
+// The packed layout of a BF16 weight matrix for the AMX op=dense kernel (jit/x86/amx_bf16_emitter.cpp).
 // Columns go in pairs of two 16-column panels (one 32-column output block); per pair, K in steps of
 // 32; per step two B tiles of 1 KB, panel 0 then panel 1. Row j (0..15) of a B tile holds, for each
 // of its 16 columns c, the bf16 pair (w[c][32s + 2j], w[c][32s + 2j + 1]): AMX's VNNI order. Columns

@@ -1,5 +1,5 @@
 #pragma once
-// Machine code generated for one KernelSpec, whatever generated it (Xbyak on x86: jit/emitter.h;
+// Machine code generated for one KernelSpec, whatever generated it (Xbyak on x86: jit/x86/emitter.h;
 // asmjit on AArch64 next): all the code cache and the layers above see of a generator. Nothing
 // here names an instruction set, so the cache, the kernels' callers and `ckjit inspect` build on
 // every architecture; only the generator behind emit_kernel is chosen by it.

@@ -7,7 +7,7 @@
 namespace ckjit::jit {
 
 void reference_kernel(const KernelSpec& spec, const GemmArgs* args);
-// op=dense: the mr x (nr * 8) tile of the kernel's float order (jit/dense_avx2_emitter.cpp).
+// op=dense: the mr x (nr * 8) tile of the kernel's float order (jit/x86/dense_emitter.cpp).
 void reference_dense(const KernelSpec& spec, const GemmArgs* args);
 
 // Integer partial sums of one (activation row, weight row, super-block), read from the packed

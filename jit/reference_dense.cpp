@@ -1,4 +1,4 @@
-// Scalar twin of the op=dense kernel (jit/dense_emitter.cpp, both widths): one FMA chain per output over
+// Scalar twin of the op=dense kernel (jit/x86/dense_emitter.cpp, both widths): one FMA chain per output over
 // k in increasing order, then + bias, then + residual.
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-// Scalar reference of the Q5_K x Q8_K kernels: the Q4_K order (q4k_avx512_emitter.cpp header)
+// Scalar reference of the Q5_K x Q8_K kernels: the Q4_K order (jit/x86/q4k_avx512_emitter.cpp header)
 // with 5-bit quants.
 #include <cmath>
 #include <cstring>

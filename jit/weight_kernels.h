@@ -2,7 +2,7 @@
 // One row per weight type the JIT matmuls take (as ggml's type_traits_cpu, or oneDNN's
 // implementation lists): its packed layout and repack and the scalar twin's dot product, the parts
 // every architecture shares. Adding a weight type is one row here plus its kernels and a row in
-// each generator's table of emitters (x86: jit/emit_x86.cpp, with the same static_assert); the
+// each generator's table of emitters (x86: jit/x86/emit.cpp, with the same static_assert); the
 // scalar twins, Linear, the planner and the cost model read this table.
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
 // The weight types the JIT matmuls take, as a plain list. Code that only checks a file (graph's
 // hparams and its fuzzer) reads this and links no emitter; weight_kernels.cpp and each generator's
-// emitter table (emit_x86.cpp) have one row per entry, in this order (a static_assert in each keeps
+// emitter table (x86: jit/x86/emit.cpp) have one row per entry, in this order (a static_assert in each keeps
 // them together).
 #include <string>
 

@@ -5,7 +5,7 @@
 // per tile of 32 queries (rounded to BF16): S = Q K^T over all keys (AMX op=dense, K = head_dim
 // padded to 32), an exact softmax per row over the whole row (jit/tile_softmax.h's exp and sum,
 // one step from an empty state), P rounded to BF16, O = P V (AMX op=dense, K = all keys), out = O / l.
-// Float order: the AMX kernels' own (jit/amx_bf16_emitter.cpp), the softmax's fixed one. Every
+// Float order: the AMX kernels' own (jit/x86/amx_bf16_emitter.cpp), the softmax's fixed one. Every
 // output row depends only on its query and the head's keys and values: the same bits for any thread
 // count on one CPU; not across CPUs. Tolerance: tests/unit/test_vision_bf16.cpp.
 #include <cstdint>

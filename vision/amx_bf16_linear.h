@@ -3,7 +3,7 @@
 // granted): the weight (F16, BF16, F32 or Q8_0) rounded to BF16 once at load and packed into B tiles
 // (jit/amx_bf16_layout.h); the input rows rounded to BF16 (vcvtneps2bf16, nearest even) by
 // prepare(); 32 x 32 output blocks by the AMX op=dense kernel, then + bias (+ residual).
-// Float order: tdpbf16ps's own (unspecified by Intel; see jit/amx_bf16_emitter.cpp), then + b,
+// Float order: tdpbf16ps's own (unspecified by Intel; see jit/x86/amx_bf16_emitter.cpp), then + b,
 // then + r. Each output depends only on its row and column, never on threads or tiling, so the
 // result is the same for any thread count on one CPU; another CPU (or the FMA fallback of the bf16
 // mode, DenseLinear over the same bf16 values) agrees within bf16 rounding, not bit for bit.

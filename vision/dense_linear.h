@@ -7,7 +7,7 @@
 // The input is prepared as llama.cpp's CPU backend does for the weight type (quants.md §8.8): rows
 // rounded to F16 for F16 weights, to BF16 for BF16 weights, kept for F32 / Q8_0 (llama.cpp
 // quantizes to Q8_0 there: a documented difference, measured in perf/RESULTS-vision.md).
-// Float order: one FMA chain per output over K (jit/dense_emitter.cpp): the result does not
+// Float order: one FMA chain per output over K (jit/x86/dense_emitter.cpp): the result does not
 // depend on the path, threads or tiling.
 #include <cstdint>
 #include <string>

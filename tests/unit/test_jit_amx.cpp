@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "jit/amx_tile_config.h"
+#include "jit/x86/amx_tile_config.h"
 #include "jit/code_cache.h"
 #include "jit/isa_select.h"
 #include "runtime/error.h"

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 #include "jit/weight_kernels.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"

@@ -6,7 +6,7 @@
 // spec names, everything else is the same VEX code on both paths.
 #include <bit>
 
-#include "jit/matmul_frame.h"
+#include "jit/x86/matmul_frame.h"
 #include "jit/silu_constants.h"
 #include "runtime/error.h"
 

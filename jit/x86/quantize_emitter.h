@@ -3,7 +3,7 @@
 // over rows and blocks around a derived emit_block(), and the |x| maximum of one block.
 #include <bit>
 
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 
 namespace ckjit::jit {
 

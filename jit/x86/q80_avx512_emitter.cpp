@@ -3,7 +3,7 @@
 // weights stay signed (memory operand); Σ(a+128)·w − 128·Σw = Σa·w exactly, Σw precomputed per
 // row and block at repack time. Per 32-element block, exact int32 I = Σ w·a, then
 //   acc = fma(float(I), f16(d_w)·f16(d_a), acc);   y = acc [+ residual]   (SwiGLU as for Q4_K).
-#include "jit/matmul_avx512_frame.h"
+#include "jit/x86/matmul_avx512_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

@@ -1,4 +1,4 @@
-#include "jit/amx_tile_config.h"
+#include "jit/x86/amx_tile_config.h"
 
 #include "runtime/error.h"
 

@@ -1,7 +1,7 @@
 // f32 -> Q8_K activation quantizer on AVX2 (ymm), byte-identical to quant::quantize_row_q8_K
 // (same rules as quantize_avx512_emitter.cpp): first element of largest magnitude, iscale =
 // -127/max, q = min(127, round_half_even(iscale*x)), exact bsums, d = 1/iscale, zero blocks zero.
-#include "jit/quantize_emitter.h"
+#include "jit/x86/quantize_emitter.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {

@@ -11,7 +11,7 @@
 #include <cstddef>
 
 #include "jit/amx_bf16_layout.h"
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 #include "jit/kernel_args.h"
 
 namespace ckjit::jit {

@@ -4,7 +4,7 @@
 // residual add, SwiGLU) and their constants. A derived emitter only emits one super-block.
 #include <bit>
 
-#include "jit/matmul_frame.h"
+#include "jit/x86/matmul_frame.h"
 #include "jit/silu_constants.h"
 #include "runtime/error.h"
 

@@ -4,7 +4,7 @@
 //   S = Σ_t sc_t·Σ_{e∈t} u_e·r_e  −  32·Σ_t sc_t·bsums_t        (t = 16 sub-blocks of 16)
 //   acc = fma(float(S), f16(d)·D, acc);   y = acc [+ residual]   (SwiGLU as for Q4_K)
 // Sub-block scales are applied in the integer domain (vpmulld per 16 elements).
-#include "jit/matmul_avx512_frame.h"
+#include "jit/x86/matmul_avx512_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

@@ -13,7 +13,7 @@
 // y = acc − accm  [+ residual]   or, for SwiGLU, y = silu(g)·u with g, u computed as y.
 // High nibbles are masked with 0xF0 (value 16·q, still < 256) and low ones with 0x0F, so no shift
 // is needed; the sum is then 16·S, divided back exactly by an arithmetic shift.
-#include "jit/matmul_avx512_frame.h"
+#include "jit/x86/matmul_avx512_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

@@ -11,8 +11,8 @@
 // exactly the AVX-512 kernel's sums and float order (S >> 4, M by vpdpwssd,
 // acc = fma(float(S), f16(d)·D, acc), accm = fma(float(M), f16(dmin)·D, accm), y = acc − accm).
 // Row tails use a tile configuration with fewer rows, set at run time.
-#include "jit/amx_tile_config.h"
-#include "jit/matmul_avx512_frame.h"
+#include "jit/x86/amx_tile_config.h"
+#include "jit/x86/matmul_avx512_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

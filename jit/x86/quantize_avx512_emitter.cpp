@@ -2,7 +2,7 @@
 // (llama.cpp's quantize_row_q8_K_ref, quants.md §7.1): the first element of largest magnitude
 // gives max (with its sign); iscale = -127/max; q = min(127, round_half_even(iscale*x)) (equal to
 // nearest_int for |iscale*x| <= 127); bsums exact; d = 1/iscale; an all-zero block is all zeros.
-#include "jit/quantize_emitter.h"
+#include "jit/x86/quantize_emitter.h"
 #include "runtime/error.h"
 #include "runtime/quants/quants.h"
 

@@ -5,7 +5,7 @@
 // (isa=avxvnni) the AVX-512 kernel's bias trick: vpdpbusd(a xor 0x80 = a+128, w) accumulates onto
 // −128·Σw (the panel's precomputed row sums), which leaves exactly Σ a·w for any int8 a; the
 // sum builds up in U, the VNNI path's one accumulator per (row, stream).
-#include "jit/matmul_avx2_frame.h"
+#include "jit/x86/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

@@ -10,7 +10,7 @@
 // the tiling: a wider path can reproduce it bit for bit.
 #include <type_traits>
 
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 #include "jit/kernel_args.h"
 
 namespace ckjit::jit {

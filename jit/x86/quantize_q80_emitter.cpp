@@ -4,7 +4,7 @@
 // id = amax != 0 ? 127/amax : 0; q = round_half_even(x*id) with saturating packs.
 #include <bit>
 
-#include "jit/quantize_emitter.h"
+#include "jit/x86/quantize_emitter.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {

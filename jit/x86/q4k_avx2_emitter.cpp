@@ -10,7 +10,7 @@
 // the scale (16·sc for low nibbles) and adds into S on the stack, S >> 4 at the end; the min term
 // is vpdpwssd-accumulated.
 // Same exact S and M, hence the same bits.
-#include "jit/matmul_avx2_frame.h"
+#include "jit/x86/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {

@@ -3,7 +3,7 @@
 // matmul_avx2_frame.h for ymm): the stack slots, weight-stream and activation-row addressing, and
 // the loops over column groups of nr panels and row blocks of mr rows, each with its tails. A
 // frame adds its masks, accumulator registers, float update and epilogues.
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 #include "runtime/quants/quants.h"
 
 namespace ckjit::jit {

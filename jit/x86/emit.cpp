@@ -2,7 +2,7 @@
 // at the CPU.
 #include <iterator>
 
-#include "jit/emitter.h"
+#include "jit/x86/emitter.h"
 #include "jit/weight_types.h"
 #include "runtime/error.h"
 

@@ -4,7 +4,7 @@
 // pair (sc_t, sc_t) of the 16-element sub-block t. On AVX-VNNI (isa=avxvnni) vpdpbusd sums the
 // 16 elements of t in int32 and vpmulld applies the signed sc_t, as in the AVX-512 kernel (S is
 // kept on the stack); the bsums term is vpdpwssd-accumulated. Same exact S either way.
-#include "jit/matmul_avx2_frame.h"
+#include "jit/x86/matmul_avx2_frame.h"
 #include "jit/packed_weights.h"
 
 namespace ckjit::jit {
