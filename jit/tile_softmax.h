@@ -2,24 +2,17 @@
 // The online-softmax step of the attention tile (jit/attention_tile.h), which the decoder's causal
 // attention and the vision tower's full attention share: AVX2 code, the floor every ckjit CPU
 // runs, so the bits are the same on every ISA path. In jit/, below graph/ and vision/, so both may
-// include it.
+// include it. Its portable twin, the same float order lane by lane: tile_softmax_twin.h.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
+#include "jit/tile_softmax_poly.h"
 #include "runtime/gcc12_avx512_warnings.h"
 
 namespace ckjit::jit {
-
-// The exp of the attention tile (Cephes-style range reduction and polynomial; ~1 ulp): one set of
-// constants for the 8- and 16-lane copies, whose lane-wise operations must stay the same.
-namespace exp_poly {
-constexpr float kMin = -88.0f, kMax = 88.0f, kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-}  // namespace exp_poly
 
 // exp on 8 lanes. Inputs at or below -88 (masked keys: -inf) give exactly 0: the exponent field
 // of 2^-127 is 0.

@@ -17,6 +17,7 @@
 #include "jit/hand_kernels.h"
 #include "jit/isa_select.h"
 #include "jit/tile_softmax.h"
+#include "jit/tile_softmax_twin.h"
 #include "runtime/quants/quants.h"
 #include "text_eval.h"
 #include "tiny_qwen3vl.h"
@@ -231,4 +232,35 @@ TEST_CASE("tile softmax: four rows at once in 16 lanes (the AVX-512 tile) give t
       ++compared;
     }
   CHECK(compared == 12);
+}
+
+TEST_CASE("tile softmax: the portable twin gives the AVX2 step's bits (masks / running states / extreme scores)" * doctest::test_suite("jit")) {
+  if (!jit::isa_runs(jit::IsaPath::Avx2, jit::runtime_isa())) CKJIT_SKIP("the avx2 path cannot run here");
+  std::mt19937 g(11);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  int compared = 0, differing_from_first = 0;
+  for (float spread : {0.5f, 30.0f, 400.0f})  // 400: scaled scores past the exp's +-88 clamps
+    for (int64_t nk : {8, 24, 128})
+      for (int64_t valid : {int64_t(0), int64_t(1), nk / 2 + 1, nk})
+        for (float m0 : {ninf, 0.0f, 55.0f, -7.0f}) {
+          std::normal_distribution<float> d(0.0f, spread);
+          std::vector<float> a(size_t(nk + 8));
+          for (auto& v : a) v = d(g);
+          std::vector<float> b = a;
+          float ma = m0, mb = m0, la = m0 == ninf ? 0.0f : 3.5f, lb = la;
+          const float alpha_a = jit::softmax_step(a.data(), nk, valid, 0.125f, ma, la);
+          const float alpha_b = jit::twin::softmax_step(b.data(), nk, valid, 0.125f, mb, lb);
+          CAPTURE(spread);
+          CAPTURE(nk);
+          CAPTURE(valid);
+          CAPTURE(m0);
+          CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+          CHECK(std::memcmp(&alpha_a, &alpha_b, 4) == 0);
+          CHECK(std::memcmp(&ma, &mb, 4) == 0);
+          CHECK(std::memcmp(&la, &lb, 4) == 0);
+          differing_from_first += la != 0.0f && la != 1.0f;  // the sums are not trivial
+          ++compared;
+        }
+  CHECK(compared == 144);
+  CHECK(differing_from_first > 100);
 }
