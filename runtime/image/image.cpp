@@ -77,13 +77,6 @@ bool header_size(std::span<const uint8_t> b, Format f, int64_t& w, int64_t& h) {
   return false;  // JPEG: its size comes from libjpeg's header read (no marker walk of ours)
 }
 
-// The most one allocation of stb's (BMP) or libtiff's may take for a W x H image of `file` bytes:
-// 16-bit RGBA rows, growth by doubling, and the compressed data itself, with room to spare. A
-// legitimate file never comes near it; a decompression bomb does.
-size_t max_decode_alloc(int64_t w, int64_t h, size_t file) {
-  return size_t(16 * (w + 64) * (h + 64)) + 2 * file + (size_t(16) << 20);
-}
-
 }  // namespace
 
 namespace {

@@ -83,7 +83,7 @@ bool run(Context& ctx, std::span<const uint8_t> bytes, const std::string& name, 
   check_pixels(name, ci.image_width, ci.image_height, limits);  // throws before any allocation for pixels
   // Working memory (a progressive file's coefficients: 2 bytes per component sample) is bounded by
   // the header's size; above it libjpeg fails rather than allocate.
-  ci.mem->max_memory_to_use = long(16 * (int64_t(ci.image_width) + 64) * (int64_t(ci.image_height) + 64)) + (long(16) << 20);
+  ci.mem->max_memory_to_use = long(max_decode_alloc(ci.image_width, ci.image_height, 0));  // the file is read in place
   const bool cmyk = ci.num_components == 4;  // libjpeg turns YCCK into CMYK itself
   ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   ci.dct_method = JDCT_ISLOW;
